@@ -1,0 +1,69 @@
+/** The one error type of the gateway and the management API, and the JSON envelope it renders to. */
+
+import { newId } from "./ids.ts";
+
+export const OPERATION_ID_HEADER = "x-operation-id";
+
+/** Stable error numbers; where the reference service has a number for the case, it is used. */
+export const ErrorCode = {
+  missingCredentials: 200,
+  invalidCredentials: 203,
+  notFound: 204,
+  methodNotAllowed: 205,
+  unsupportedMediaType: 212,
+  unparseableBody: 213,
+  unknownField: 214,
+  invalidValue: 215,
+  unsupportedVersion: 217,
+  missingVersion: 218,
+  rateLimited: 226,
+  pageSizeOutOfRange: 233,
+  denied: 300,
+  noRoute: 301,
+  upstreamUnavailable: 302,
+  circuitOpen: 303,
+  internal: 500,
+} as const;
+
+export type ErrorDetails = Record<string, unknown>;
+
+export interface ErrorEnvelope {
+  error_code: string;
+  status_code: number;
+  msg: string;
+  details: ErrorDetails & { operation_id: string };
+}
+
+/** An error that ends a request with an HTTP status and a JSON envelope. */
+export class ServiceError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: number,
+    message: string,
+    readonly details: ErrorDetails = {},
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = "ServiceError";
+  }
+
+  envelope(operationId: string): ErrorEnvelope {
+    return {
+      error_code: `ERR_SVC_${this.code}`,
+      status_code: this.status,
+      msg: this.message,
+      details: { ...this.details, operation_id: operationId },
+    };
+  }
+
+  toResponse(operationId: string = newOperationId()): Response {
+    return Response.json(this.envelope(operationId), {
+      status: this.status,
+      headers: { ...this.headers, [OPERATION_ID_HEADER]: operationId },
+    });
+  }
+}
+
+export function newOperationId(): string {
+  return newId("op");
+}

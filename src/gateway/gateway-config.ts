@@ -1,0 +1,151 @@
+/** policies/gateway.yaml: edges (host names) and their routes, each with an upstream and a traffic policy. */
+
+import { z } from "zod";
+import { compilePolicy, emptyPolicy, loadPolicy, type CompiledPolicy } from "../policy/compile.ts";
+import type { PathSegment, PolicyIssue } from "../policy/issues.ts";
+import { readSource } from "../policy/source.ts";
+import { fromZodIssues } from "../policy/zod-issues.ts";
+import { parseUpstream, type Upstream } from "./upstream-spec.ts";
+
+export const GATEWAY_FILE = "policies/gateway.yaml";
+
+const idSchema = z
+  .string({ error: "must be a string" })
+  .regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1 to 64 letters, digits, '_' or '-'");
+
+const hostnameSchema = z
+  .string({ error: "must be a string" })
+  .regex(/^(\*|(\*\.)?[a-z0-9]([a-z0-9.-]*[a-z0-9])?|\[[0-9a-f:.]+\])$/, "must be a lower-case host name without port, '*.<domain>' or '*'");
+
+const routeSchema = z.strictObject({
+  id: idSchema.describe("Route id, unique within its edge; the management API's route {id}."),
+  match: z
+    .string({ error: "must be a string" })
+    .regex(/^\/[^?#\s]*$/, "must be a path prefix starting with '/'")
+    .describe("Path prefix: '/api' matches /api and /api/…, not /apix."),
+  upstream: z
+    .string({ error: "must be a string" })
+    .describe("'management', 'echo', an origin URL (http:// or https://) or a TCP address (tcp://host:port)."),
+  traffic_policy: z
+    .union([z.string(), z.record(z.string(), z.unknown())], { error: "must be a file name under policies/ or an inline policy map" })
+    .optional(),
+});
+
+const edgeSchema = z.strictObject({
+  id: idSchema.describe("Edge id; the management API's {edge_id}."),
+  hostnames: z.array(hostnameSchema, { error: "must be a list of host names" }).min(1, "must have at least 1 host name"),
+  routes: z.array(routeSchema, { error: "must be a list of routes" }).min(1, "must have at least 1 route"),
+});
+
+export const gatewayConfigSchema = z.strictObject({
+  edges: z.array(edgeSchema, { error: "must be a list of edges" }).min(1, "must have at least 1 edge"),
+});
+
+export interface Route {
+  readonly edgeId: string;
+  readonly id: string;
+  readonly match: string;
+  readonly upstream: Upstream;
+  readonly policy: CompiledPolicy;
+}
+
+export interface Edge {
+  readonly id: string;
+  readonly hostnames: readonly string[];
+  readonly routes: readonly Route[];
+}
+
+export interface GatewayConfig {
+  readonly edges: readonly Edge[];
+  /** Every policy file under policies/ other than gateway.yaml, compiled (tunnels may name them). */
+  readonly policies: ReadonlyMap<string, CompiledPolicy>;
+}
+
+export type GatewayConfigResult = { ok: true; config: GatewayConfig } | { ok: false; issues: PolicyIssue[] };
+
+/** Loads the gateway from the bundled files (path under the repository → text); reports every issue at once. */
+export function loadGatewayConfig(files: Readonly<Record<string, string>>): GatewayConfigResult {
+  const issues: PolicyIssue[] = [];
+  const policies = new Map<string, CompiledPolicy>();
+  for (const [file, text] of Object.entries(files)) {
+    if (file === GATEWAY_FILE) continue;
+    const result = loadPolicy(text, file);
+    if (result.ok) policies.set(file, result.policy);
+    else issues.push(...result.issues);
+  }
+
+  const text = files[GATEWAY_FILE];
+  if (text === undefined) return { ok: false, issues: [...issues, { file: GATEWAY_FILE, path: [], message: "file is missing" }] };
+  const source = readSource(text, GATEWAY_FILE);
+  if (!source.ok) return { ok: false, issues: [...issues, ...source.issues] };
+  const { value, lineOf } = source.document;
+  const place = (path: PathSegment[]) => ({ file: GATEWAY_FILE, line: lineOf(path) });
+  const issue = (path: PathSegment[], message: string) => issues.push({ ...place(path), path, message });
+
+  const parsed = gatewayConfigSchema.safeParse(value);
+  if (!parsed.success) return { ok: false, issues: [...issues, ...fromZodIssues(parsed.error.issues, value, place)] };
+
+  const edges: Edge[] = [];
+  const edgeIds = new Set<string>();
+  const hostOwners = new Map<string, string>();
+  parsed.data.edges.forEach((edgeDoc, edgeIndex) => {
+    if (edgeIds.has(edgeDoc.id)) issue(["edges", edgeIndex, "id"], `duplicate edge id '${edgeDoc.id}'`);
+    edgeIds.add(edgeDoc.id);
+    edgeDoc.hostnames.forEach((hostname, hostIndex) => {
+      const owner = hostOwners.get(hostname);
+      if (owner) issue(["edges", edgeIndex, "hostnames", hostIndex], `host name '${hostname}' is already served by edge '${owner}'`);
+      hostOwners.set(hostname, edgeDoc.id);
+    });
+    const routeIds = new Set<string>();
+    const matches = new Set<string>();
+    const routes: Route[] = [];
+    edgeDoc.routes.forEach((routeDoc, routeIndex) => {
+      const at = (key: string): PathSegment[] => ["edges", edgeIndex, "routes", routeIndex, key];
+      if (routeIds.has(routeDoc.id)) issue(at("id"), `duplicate route id '${routeDoc.id}' in edge '${edgeDoc.id}'`);
+      routeIds.add(routeDoc.id);
+      const match = normalizePrefix(routeDoc.match);
+      if (matches.has(match)) issue(at("match"), `another route of edge '${edgeDoc.id}' already matches '${match}'`);
+      matches.add(match);
+      const upstream = parseUpstream(routeDoc.upstream);
+      if (!upstream.ok) issue(at("upstream"), upstream.message);
+      const policy = routePolicy(routeDoc.traffic_policy, at("traffic_policy"), policies, files, lineOf, issues);
+      if (upstream.ok && policy) routes.push({ edgeId: edgeDoc.id, id: routeDoc.id, match, upstream: upstream.upstream, policy });
+    });
+    edges.push({ id: edgeDoc.id, hostnames: edgeDoc.hostnames, routes });
+  });
+
+  return issues.length > 0 ? { ok: false, issues } : { ok: true, config: { edges, policies } };
+}
+
+function normalizePrefix(prefix: string): string {
+  return prefix.length > 1 ? prefix.replace(/\/+$/, "") : prefix;
+}
+
+function routePolicy(
+  reference: string | Record<string, unknown> | undefined,
+  path: PathSegment[],
+  policies: ReadonlyMap<string, CompiledPolicy>,
+  files: Readonly<Record<string, string>>,
+  lineOf: (path: readonly PathSegment[]) => number | undefined,
+  issues: PolicyIssue[],
+): CompiledPolicy | undefined {
+  if (reference === undefined) return emptyPolicy;
+  if (typeof reference === "string") {
+    const file = `policies/${reference.replace(/^(\.\/)?(policies\/)?/, "")}`;
+    if (file === GATEWAY_FILE || !(file in files)) {
+      const known = Object.keys(files).filter((name) => name !== GATEWAY_FILE);
+      issues.push({
+        file: GATEWAY_FILE,
+        line: lineOf(path),
+        path,
+        message: `no policy file '${file}' (policy files: ${known.length > 0 ? known.join(", ") : "none"})`,
+      });
+      return undefined;
+    }
+    return policies.get(file); // undefined when the file itself failed; its issues are already reported
+  }
+  const result = compilePolicy(reference, { file: GATEWAY_FILE, lineOf, prefix: path });
+  if (result.ok) return result.policy;
+  issues.push(...result.issues);
+  return undefined;
+}

@@ -1,0 +1,79 @@
+/** Sends a request that passed the inbound policy to its upstream and returns the upstream's answer. */
+
+import type { Env } from "../env.ts";
+import { ErrorCode, ServiceError } from "../errors.ts";
+import type { Exchange } from "../policy/exchange.ts";
+import type { Upstream } from "./upstream-spec.ts";
+
+export interface UpstreamHandlers {
+  /** The built-in management API. */
+  management(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> | Response;
+  /** A WebSocket-to-TCP bridge for `tcp://` upstreams. */
+  tcp?(request: Request, upstream: Extract<Upstream, { kind: "tcp" }>, env: Env, ctx: ExecutionContext): Promise<Response> | Response;
+}
+
+/** The request as the upstream should see it: the original body with the policy's header changes. */
+export function upstreamRequest(original: Request, exchange: Exchange, url: string = original.url): Request {
+  return new Request(url, {
+    method: original.method,
+    headers: exchange.request.headers,
+    body: original.body,
+    redirect: "manual",
+  });
+}
+
+export async function dispatch(
+  upstream: Upstream,
+  original: Request,
+  exchange: Exchange,
+  env: Env,
+  ctx: ExecutionContext,
+  handlers: UpstreamHandlers,
+): Promise<Response> {
+  switch (upstream.kind) {
+    case "management":
+      return handlers.management(upstreamRequest(original, exchange), env, ctx);
+    case "echo":
+      return echo(original, exchange);
+    case "origin":
+      return proxyToOrigin(upstream.url, original, exchange);
+    case "tcp":
+      if (!handlers.tcp) {
+        return new ServiceError(502, ErrorCode.upstreamUnavailable, "This route's TCP upstream needs the websocket TCP converter module.").toResponse();
+      }
+      return handlers.tcp(upstreamRequest(original, exchange), upstream, env, ctx);
+  }
+}
+
+/** `echo`: answers with what the upstream would have received, for trying policies out. */
+async function echo(original: Request, exchange: Exchange): Promise<Response> {
+  const body = original.body ? await original.text() : "";
+  return Response.json({
+    method: original.method,
+    url: exchange.request.url.toString(),
+    client_ip: exchange.clientIp,
+    headers: Object.fromEntries(exchange.request.headers),
+    body,
+  });
+}
+
+function originUrl(origin: URL, requestUrl: URL): string {
+  const target = new URL(origin.toString());
+  const base = target.pathname.replace(/\/+$/, "");
+  target.pathname = base + requestUrl.pathname;
+  target.search = requestUrl.search;
+  return target.toString();
+}
+
+async function proxyToOrigin(origin: URL, original: Request, exchange: Exchange): Promise<Response> {
+  const requestUrl = exchange.request.url;
+  const headers = exchange.request.headers;
+  headers.set("x-forwarded-for", exchange.clientIp);
+  headers.set("x-forwarded-host", requestUrl.host);
+  headers.set("x-forwarded-proto", requestUrl.protocol.replace(":", ""));
+  try {
+    return await fetch(upstreamRequest(original, exchange, originUrl(origin, requestUrl)));
+  } catch (error) {
+    return new ServiceError(502, ErrorCode.upstreamUnavailable, `The upstream ${origin.origin} could not be reached: ${(error as Error).message}`).toResponse();
+  }
+}

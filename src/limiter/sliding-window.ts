@@ -1,0 +1,114 @@
+/**
+ * The sliding-window counter: pure functions over plain state, with the clock passed in.
+ *
+ * A window of length `windowMs` is covered by at most `SUB_WINDOWS` consecutive sub-windows
+ * (plus the one being filled), each holding the number of requests it admitted. A request
+ * at time `now` is admitted only if the sub-windows that overlap (now - windowMs, now]
+ * hold fewer than `capacity` admissions. Counting a partly expired sub-window whole can
+ * only over-count, so no window of length `windowMs` ever holds more than `capacity`
+ * admissions (zero over-admission); the price is under-admission of at most the share of
+ * the oldest sub-window, about 1/SUB_WINDOWS of the window. Memory is O(SUB_WINDOWS)
+ * whatever the capacity.
+ */
+
+export const SUB_WINDOWS = 60;
+
+export interface WindowSpec {
+  /** Admissions allowed in any window of `windowMs`. */
+  readonly capacity: number;
+  readonly windowMs: number;
+}
+
+/** One sub-window: admissions counted in [start, end). */
+export interface SubWindow {
+  readonly start: number;
+  readonly end: number;
+  readonly count: number;
+}
+
+/** Sub-windows in ascending time order, none of them expired at the time of the last decision. */
+export interface WindowState {
+  readonly subWindows: readonly SubWindow[];
+}
+
+export interface WindowDecision {
+  readonly allowed: boolean;
+  /** Admissions still possible right now after this decision. */
+  readonly remaining: number;
+  /** Milliseconds until a request would be admitted; 0 when this one was. */
+  readonly retryAfterMs: number;
+  /** Milliseconds until every admission counted now has left the window. */
+  readonly resetMs: number;
+}
+
+export const emptyWindow: WindowState = { subWindows: [] };
+
+export function subWindowLength(windowMs: number): number {
+  return Math.max(1, Math.ceil(windowMs / SUB_WINDOWS));
+}
+
+/** Sub-windows that can still hold an admission inside (now - windowMs, now]. */
+export function live(state: WindowState, now: number, windowMs: number): SubWindow[] {
+  return state.subWindows.filter((sub) => sub.end + windowMs > now);
+}
+
+function total(subWindows: readonly SubWindow[]): number {
+  let sum = 0;
+  for (const sub of subWindows) sum += sub.count;
+  return sum;
+}
+
+/**
+ * Time until fewer than `capacity` admissions remain counted, given no further admissions:
+ * a sub-window stops counting once its end is a full window in the past.
+ */
+function waitUntilBelowCapacity(subWindows: readonly SubWindow[], now: number, spec: WindowSpec): number {
+  let counted = total(subWindows);
+  for (const sub of subWindows) {
+    counted -= sub.count;
+    if (counted < spec.capacity) return Math.max(1, sub.end + spec.windowMs - now);
+  }
+  return spec.windowMs;
+}
+
+/** Decides one request at `now` and returns the next state (unchanged when it is rejected). */
+export function hit(state: WindowState, now: number, spec: WindowSpec): { decision: WindowDecision; state: WindowState } {
+  const current = live(state, now, spec.windowMs);
+  const counted = total(current);
+  if (counted >= spec.capacity) {
+    const retryAfterMs = waitUntilBelowCapacity(current, now, spec);
+    return {
+      decision: { allowed: false, remaining: 0, retryAfterMs, resetMs: resetAfter(current, now, spec) },
+      state: { subWindows: current },
+    };
+  }
+  const last = current[current.length - 1];
+  let next: SubWindow[];
+  if (last && now < last.end) {
+    next = [...current.slice(0, -1), { ...last, count: last.count + 1 }];
+  } else {
+    const length = subWindowLength(spec.windowMs);
+    const start = now - (now % length);
+    next = [...current, { start, end: start + length, count: 1 }];
+  }
+  return {
+    decision: {
+      allowed: true,
+      remaining: spec.capacity - counted - 1,
+      retryAfterMs: 0,
+      resetMs: resetAfter(next, now, spec),
+    },
+    state: { subWindows: next },
+  };
+}
+
+function resetAfter(subWindows: readonly SubWindow[], now: number, spec: WindowSpec): number {
+  const last = subWindows[subWindows.length - 1];
+  return last ? Math.max(0, last.end + spec.windowMs - now) : 0;
+}
+
+/** When every admission in `state` has left the window: the time its storage may be dropped. */
+export function expiresAt(state: WindowState, windowMs: number): number | undefined {
+  const last = state.subWindows[state.subWindows.length - 1];
+  return last ? last.end + windowMs : undefined;
+}

@@ -1,0 +1,36 @@
+/** `custom-response`: answers with a configured status, body and headers. */
+
+import { z } from "zod";
+import { defineAction, isHeaderName } from "./action.ts";
+
+export const customResponseConfig = z.strictObject({
+  status_code: z
+    .number({ error: "must be an integer" })
+    .int("must be an integer")
+    .min(200, "must be at least 200")
+    .max(599, "must be at most 599")
+    .default(200),
+  body: z.string({ error: "must be a string" }).max(1_000_000, "must be at most 1000000 characters").optional(),
+  headers: z
+    .record(z.string().refine(isHeaderName, "is not a valid header name"), z.string({ error: "must be a string" }))
+    .optional(),
+});
+
+export const customResponseAction = defineAction({
+  type: "custom-response",
+  config: customResponseConfig,
+  configOptional: false,
+  compile(config) {
+    const headers = Object.entries(config.headers ?? {});
+    const hasContentType = headers.some(([name]) => name.toLowerCase() === "content-type");
+    return {
+      type: "custom-response",
+      run() {
+        const response = new Response(config.body ?? null, { status: config.status_code });
+        if (config.body !== undefined && !hasContentType) response.headers.set("content-type", "text/plain; charset=utf-8");
+        for (const [name, value] of headers) response.headers.set(name, value);
+        return response;
+      },
+    };
+  },
+});

@@ -1,0 +1,5 @@
+export { customResponseAction } from "./custom-response.ts";
+export { denyAction } from "./deny.ts";
+export { addHeadersAction, removeHeadersAction } from "./headers.ts";
+export { rateLimitAction } from "./rate-limit.ts";
+export type { ActionContext, ActionDefinition, CompiledAction } from "./action.ts";

@@ -1,0 +1,52 @@
+/** The zod schema of traffic policy documents: the single source for validation and the JSON Schema. */
+
+import { z } from "zod";
+import {
+  addHeadersAction,
+  customResponseAction,
+  denyAction,
+  rateLimitAction,
+  removeHeadersAction,
+  type ActionDefinition,
+} from "./actions/index.ts";
+
+export const actionDefinitions: ReadonlyMap<string, ActionDefinition> = new Map(
+  [rateLimitAction, denyAction, customResponseAction, addHeadersAction, removeHeadersAction].map((action) => [
+    action.type,
+    action as unknown as ActionDefinition,
+  ]),
+);
+
+const actionSchema = z.discriminatedUnion(
+  "type",
+  [...actionDefinitions.values()].map((action) =>
+    z.strictObject({
+      type: z.literal(action.type),
+      config: action.configOptional ? action.config.optional() : action.config,
+    }),
+  ) as unknown as [z.ZodObject, ...z.ZodObject[]],
+);
+
+export const entrySchema = z.strictObject({
+  name: z.string({ error: "must be a string" }).max(1023, "must be shorter than 1024 characters").optional(),
+  expressions: z
+    .array(z.string({ error: "must be a string" }).min(1, "must not be empty"), { error: "must be a list of CEL strings" })
+    .optional()
+    .describe("CEL expressions; the entry runs only when all are true."),
+  actions: z.array(actionSchema, { error: "must be a list of actions" }).min(1, "must have at least 1 action"),
+});
+
+export const trafficPolicySchema = z
+  .strictObject({
+    inbound: z.array(entrySchema, { error: "must be a list of entries" }).optional(),
+    outbound: z.array(entrySchema, { error: "must be a list of entries" }).optional(),
+  })
+  .describe("A Tollgate traffic policy: entries run in order on requests (inbound) and responses (outbound).");
+
+export type TrafficPolicyDocument = z.output<typeof trafficPolicySchema>;
+export type EntryDocument = z.output<typeof entrySchema>;
+
+/** The JSON Schema editors use to complete policy files. */
+export function trafficPolicyJsonSchema(): Record<string, unknown> {
+  return z.toJSONSchema(trafficPolicySchema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>;
+}

@@ -1,0 +1,20 @@
+/** Worker entry: the fetch handler and the exported Durable Object classes. */
+
+import { Hono } from "hono";
+import type { Env } from "./env.ts";
+import { loadedGateway } from "./gateway/loaded-config.ts";
+import { handleGatewayRequest } from "./gateway/pipeline.ts";
+import { upstreamHandlers } from "./gateway/handlers.ts";
+
+export { RateLimiter } from "./limiter/limiter-object.ts";
+export { AccountStore } from "./management/account-store.ts";
+
+const app = new Hono<{ Bindings: Env }>();
+
+app.all("*", (c) => {
+  const loaded = loadedGateway();
+  if (!loaded.ok) return loaded.error.toResponse();
+  return handleGatewayRequest(c.req.raw, c.env, c.executionCtx as ExecutionContext, loaded.gateway.routes, upstreamHandlers);
+});
+
+export default app;
