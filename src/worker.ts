@@ -3,6 +3,7 @@
 import { Hono } from "hono";
 import type { Env } from "./env.ts";
 import { loadedGateway } from "./gateway/loaded-config.ts";
+import { counterStats } from "./gateway/limiter-client.ts";
 import { handleGatewayRequest } from "./gateway/pipeline.ts";
 import { upstreamHandlers } from "./gateway/handlers.ts";
 
@@ -10,6 +11,9 @@ export { RateLimiter } from "./limiter/limiter-object.ts";
 export { AccountStore } from "./management/account-store.ts";
 
 const app = new Hono<{ Bindings: Env }>();
+
+// Isolate counters for the benchmark (rate-limiter object calls vs. rejections answered from memory).
+app.get("/__tollgate/stats", (c, next) => (c.env.TOLLGATE_DEBUG_STATS === "1" ? c.json(counterStats) : next()));
 
 app.all("*", (c) => {
   const loaded = loadedGateway();

@@ -20,7 +20,7 @@ export interface CounterStats {
   cachedRejections: number;
 }
 
-/** Counters of this isolate, read by the benchmark through a debug endpoint-free path (tests import it). */
+/** Counters of this isolate; the benchmark reads them (GET /__tollgate/stats when TOLLGATE_DEBUG_STATS=1). */
 export const counterStats: CounterStats = { objectCalls: 0, cachedRejections: 0 };
 
 function rememberBlocked(name: string, until: number): void {
