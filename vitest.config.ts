@@ -22,6 +22,7 @@ export default defineConfig({
         test: {
           name: "worker",
           include: ["test/worker/**/*.test.ts"],
+          globalSetup: ["test/support/upstream-setup.ts"],
         },
       },
     ],

@@ -26,7 +26,7 @@ function bucketKeyReader(expression: string): ((exchange: Exchange) => string) |
   return undefined;
 }
 
-const rateSchema = z.string().superRefine((text, ctx) => {
+const rateSchema = z.string({ error: "must be a duration string such as 60s, 10m or 1h" }).superRefine((text, ctx) => {
   const ms = parseDuration(text);
   if (ms === undefined) ctx.addIssue({ code: "custom", message: `must be a duration such as 60s, 10m or 1h (got '${text}')` });
   else if (ms % RATE_STEP_MS !== 0) ctx.addIssue({ code: "custom", message: "must be a multiple of 10s" });

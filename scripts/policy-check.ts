@@ -1,0 +1,38 @@
+/** `npm run policy:check [dir]`: validates policies/ as the gateway will load it; exits 1 with every issue. */
+
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { loadGatewayConfig } from "../src/gateway/gateway-config.ts";
+import { formatIssue } from "../src/policy/issues.ts";
+import { readPolicyFiles } from "./policy-files.mjs";
+
+export interface Output {
+  log(line: string): void;
+  error(line: string): void;
+}
+
+/** Checks the policies/ directory under `root`; returns the process exit code. */
+export function policyCheck(root: string, out: Output = console): number {
+  let files: Record<string, string>;
+  try {
+    files = readPolicyFiles(root);
+  } catch (error) {
+    out.error(`cannot read ${resolve(root, "policies")}: ${(error as Error).message}`);
+    return 2;
+  }
+  const result = loadGatewayConfig(files);
+  if (!result.ok) {
+    for (const issue of result.issues) out.error(formatIssue(issue));
+    out.error(`${result.issues.length} problem${result.issues.length === 1 ? "" : "s"} in policies/`);
+    return 1;
+  }
+  const routes = result.config.edges.reduce((sum, edge) => sum + edge.routes.length, 0);
+  out.log(
+    `policies/ OK: ${Object.keys(files).length} files, ${result.config.edges.length} edge${result.config.edges.length === 1 ? "" : "s"}, ${routes} route${routes === 1 ? "" : "s"}`,
+  );
+  return 0;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+  process.exitCode = policyCheck(resolve(process.argv[2] ?? "."));
+}

@@ -1,0 +1,2 @@
+/** Every policy file under `<root>/policies`: repository path → text. */
+export function readPolicyFiles(root: string): Record<string, string>;

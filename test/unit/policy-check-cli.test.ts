@@ -1,0 +1,85 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { policyCheck } from "../../scripts/policy-check.ts";
+import { jsonSchemas } from "../../scripts/policy-schema.ts";
+import { readFileSync } from "node:fs";
+
+function repoWith(files: Record<string, string>): string {
+  const root = mkdtempSync(join(tmpdir(), "tollgate-policy-check-"));
+  mkdirSync(join(root, "policies"));
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(root, "policies", name), text);
+  return root;
+}
+
+function run(root: string) {
+  const lines: string[] = [];
+  const errors: string[] = [];
+  const code = policyCheck(root, { log: (line) => lines.push(line), error: (line) => errors.push(line) });
+  return { code, lines, errors };
+}
+
+const gateway = `edges:
+  - id: main
+    hostnames: ["example.com"]
+    routes:
+      - id: api
+        match: /
+        upstream: echo
+        traffic_policy: api.yaml
+`;
+
+describe("npm run policy:check", () => {
+  it("passes the committed policies", () => {
+    const result = run(".");
+    expect(result).toMatchObject({ code: 0, errors: [] });
+    expect(result.lines[0]).toMatch(/^policies\/ OK: \d+ files, 1 edge, \d+ routes$/);
+  });
+
+  it("exits 1 and prints file:line: path: message for each problem", () => {
+    const root = repoWith({
+      "gateway.yaml": gateway,
+      "api.yaml": `inbound:
+  - actions:
+      - type: rate-limit
+        config:
+          capacity: 10
+          rate: 65s
+`,
+    });
+    expect(run(root)).toEqual({
+      code: 1,
+      lines: [],
+      errors: ["policies/api.yaml:6: inbound[0].actions[0].config.rate: must be a multiple of 10s", "1 problem in policies/"],
+    });
+  });
+
+  it("reports a missing gateway.yaml", () => {
+    const result = run(repoWith({ "api.yaml": "inbound: []\n" }));
+    expect(result.code).toBe(1);
+    expect(result.errors[0]).toBe("policies/gateway.yaml: file is missing");
+  });
+
+  it("exits 2 when there is no policies/ directory", () => {
+    const result = run(mkdtempSync(join(tmpdir(), "tollgate-empty-")));
+    expect(result.code).toBe(2);
+    expect(result.errors[0]).toMatch(/^cannot read .*policies: /);
+  });
+});
+
+describe("JSON Schemas for editors", () => {
+  it("schema/ holds what the zod schemas generate now (run npm run policy:schema after changing them)", () => {
+    for (const [name, text] of Object.entries(jsonSchemas())) {
+      expect(readFileSync(join("schema", name), "utf8"), `schema/${name} is stale`).toBe(text);
+    }
+  });
+
+  it("the traffic policy schema lists every action type", () => {
+    const schema = JSON.parse(jsonSchemas()["traffic-policy.schema.json"]);
+    const types = schema.properties.inbound.items.properties.actions.items.oneOf.map(
+      (option: { properties: { type: { const: string } } }) => option.properties.type.const,
+    );
+    expect(types.sort()).toEqual(["add-headers", "custom-response", "deny", "rate-limit", "remove-headers"]);
+  });
+});

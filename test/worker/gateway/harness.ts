@@ -1,0 +1,35 @@
+/** Builds a gateway from inline files and serves requests through the real pipeline, in workerd. */
+
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import type { Env } from "../../../src/env.ts";
+import { loadGatewayConfig } from "../../../src/gateway/gateway-config.ts";
+import { upstreamHandlers } from "../../../src/gateway/handlers.ts";
+import { handleGatewayRequest } from "../../../src/gateway/pipeline.ts";
+import { buildRouteTable, type RouteTable } from "../../../src/gateway/route-table.ts";
+import { formatIssue } from "../../../src/policy/issues.ts";
+
+let gateways = 0;
+
+/** A gateway whose edge ids are unique per call, so no two tests share rate-limit buckets. */
+export function gatewayFrom(files: Record<string, string>): RouteTable {
+  const unique = `t${gateways++}${Math.random().toString(36).slice(2, 8)}`;
+  const rewritten = Object.fromEntries(Object.entries(files).map(([name, text]) => [name, text.replaceAll("EDGE", unique)]));
+  const result = loadGatewayConfig(rewritten);
+  if (!result.ok) throw new Error(result.issues.map(formatIssue).join("\n"));
+  return buildRouteTable(result.config);
+}
+
+export async function send(routes: RouteTable, request: Request, overrides: Partial<Env> = {}): Promise<Response> {
+  const ctx = createExecutionContext();
+  const response = await handleGatewayRequest(request, { ...env, ...overrides } as Env, ctx, routes, upstreamHandlers);
+  await waitOnExecutionContext(ctx);
+  return response;
+}
+
+/** One edge for host `gw.test` with the given routes (YAML list items, indented under `routes:`). */
+export function singleEdge(routesYaml: string, policies: Record<string, string> = {}): RouteTable {
+  return gatewayFrom({
+    "policies/gateway.yaml": `edges:\n  - id: EDGE\n    hostnames: ["gw.test"]\n    routes:\n${routesYaml}`,
+    ...policies,
+  });
+}

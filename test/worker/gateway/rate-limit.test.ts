@@ -1,0 +1,175 @@
+import { env } from "cloudflare:test";
+import { beforeEach, describe, expect, it } from "vitest";
+import type { Env } from "../../../src/env.ts";
+import { clearBlockedCache, counterStats } from "../../../src/gateway/limiter-client.ts";
+import { gatewayFrom, send, singleEdge } from "./harness.ts";
+
+beforeEach(() => clearBlockedCache());
+
+const limitPolicy = (capacity: number, name = "per-client", bucketKey = "conn.client_ip") => `
+inbound:
+  - actions:
+      - type: rate-limit
+        config:
+          name: ${name}
+          capacity: ${capacity}
+          rate: 60s
+          bucket_key: ["${bucketKey}"]
+`;
+
+function request(path: string, ip = "198.51.100.7", headers: Record<string, string> = {}) {
+  return new Request(`http://gw.test${path}`, { headers: { "cf-connecting-ip": ip, ...headers } });
+}
+
+async function statuses(routes: ReturnType<typeof singleEdge>, count: number, make: () => Request, overrides: Partial<Env> = {}) {
+  const out: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const response = await send(routes, make(), overrides);
+    out.push(response.status);
+    await response.body?.cancel();
+  }
+  return out;
+}
+
+describe("rate-limit on a route", () => {
+  it("the request after the capacity-th gets 429 with retry-after of about the window, in the error envelope", async () => {
+    const routes = singleEdge(`      - { id: r, match: /, upstream: echo, traffic_policy: limit.yaml }\n`, { "policies/limit.yaml": limitPolicy(3) });
+    expect(await statuses(routes, 3, () => request("/a"))).toEqual([200, 200, 200]);
+    const limited = await send(routes, request("/a"));
+    expect(limited.status).toBe(429);
+    const retryAfter = Number(limited.headers.get("retry-after"));
+    expect(retryAfter).toBeGreaterThanOrEqual(59);
+    expect(retryAfter).toBeLessThanOrEqual(61);
+    expect(await limited.json()).toMatchObject({
+      error_code: "ERR_SVC_226",
+      status_code: 429,
+      details: { rate_limit: "per-client", retry_after: retryAfter },
+    });
+  });
+
+  it("300 concurrent requests on one key with capacity 100 admit exactly 100", async () => {
+    const routes = singleEdge(`      - { id: r, match: /, upstream: echo, traffic_policy: limit.yaml }\n`, { "policies/limit.yaml": limitPolicy(100) });
+    const responses = await Promise.all(Array.from({ length: 300 }, () => send(routes, request("/burst"))));
+    const counts = { 200: 0, 429: 0 } as Record<number, number>;
+    for (const response of responses) {
+      counts[response.status] = (counts[response.status] ?? 0) + 1;
+      await response.body?.cancel();
+    }
+    expect(counts).toEqual({ 200: 100, 429: 200 });
+  });
+
+  it("buckets are per bucket key value", async () => {
+    const routes = singleEdge(`      - { id: r, match: /, upstream: echo, traffic_policy: limit.yaml }\n`, {
+      "policies/limit.yaml": limitPolicy(1, "per-key", "req.headers['x-api-key']"),
+    });
+    expect(await statuses(routes, 2, () => request("/", "1.1.1.1", { "x-api-key": "alpha" }))).toEqual([200, 429]);
+    expect(await statuses(routes, 1, () => request("/", "1.1.1.1", { "x-api-key": "beta" }))).toEqual([200]);
+  });
+
+  it("routes, differently named actions and ingress instances count on their own", async () => {
+    const routes = gatewayFrom({
+      "policies/gateway.yaml": `edges:
+  - id: EDGE
+    hostnames: ["gw.test"]
+    routes:
+      - { id: one, match: /one, upstream: echo, traffic_policy: a.yaml }
+      - { id: two, match: /two, upstream: echo, traffic_policy: a.yaml }
+      - { id: three, match: /three, upstream: echo, traffic_policy: b.yaml }
+`,
+      "policies/a.yaml": limitPolicy(1, "shared-name"),
+      "policies/b.yaml": `
+inbound:
+  - actions:
+      - { type: rate-limit, config: { name: first, capacity: 3, rate: 60s } }
+  - expressions: ["req.url.path == '/three/second'"]
+    actions:
+      - { type: rate-limit, config: { name: second, capacity: 1, rate: 60s } }
+`,
+    });
+    expect(await statuses(routes, 2, () => request("/one"))).toEqual([200, 429]);
+    expect(await statuses(routes, 2, () => request("/two"))).toEqual([200, 429]);
+    // Another ingress instance has its own counts.
+    expect(await statuses(routes, 2, () => request("/one"), { INGRESS_ID: "other-colo" })).toEqual([200, 429]);
+    // Same client: "second" (capacity 1) fills while "first" (capacity 3) still has room.
+    expect(await statuses(routes, 1, () => request("/three/second"))).toEqual([200]);
+    const bySecond = await send(routes, request("/three/second"));
+    expect(bySecond.status).toBe(429);
+    expect(((await bySecond.json()) as { details: { rate_limit: string } }).details.rate_limit).toBe("second");
+    expect(await statuses(routes, 1, () => request("/three/x"))).toEqual([200]);
+    const byFirst = await send(routes, request("/three/x"));
+    expect(((await byFirst.json()) as { details: { rate_limit: string } }).details.rate_limit).toBe("first");
+  });
+
+  it("a limited bucket is answered from the isolate's memory, without calling its object", async () => {
+    const routes = singleEdge(`      - { id: r, match: /, upstream: echo, traffic_policy: limit.yaml }\n`, { "policies/limit.yaml": limitPolicy(2) });
+    expect(await statuses(routes, 3, () => request("/"))).toEqual([200, 200, 429]);
+    const callsBefore = counterStats.objectCalls;
+    const cachedBefore = counterStats.cachedRejections;
+    const rejections = await statuses(routes, 20, () => request("/"));
+    expect(rejections.every((status) => status === 429)).toBe(true);
+    expect(counterStats.objectCalls - callsBefore).toBe(0);
+    expect(counterStats.cachedRejections - cachedBefore).toBe(20);
+  });
+
+  it("outbound, it counts responses and replaces an over-limit response by the 429", async () => {
+    const routes = singleEdge(`      - { id: r, match: /, upstream: echo, traffic_policy: out.yaml }\n`, {
+      "policies/out.yaml": `
+outbound:
+  - expressions: ["res.status_code == 200"]
+    actions:
+      - { type: rate-limit, config: { name: ok-responses, capacity: 2, rate: 60s } }
+`,
+    });
+    expect(await statuses(routes, 3, () => request("/"))).toEqual([200, 200, 429]);
+  });
+});
+
+function failingNamespace(failure: "throw" | "hang"): Env["RATE_LIMITER"] {
+  const stub = {
+    hit: () => (failure === "throw" ? Promise.reject(new Error("object exploded")) : new Promise(() => {})),
+  };
+  return { idFromName: (name: string) => env.RATE_LIMITER.idFromName(name), get: () => stub } as unknown as Env["RATE_LIMITER"];
+}
+
+describe("when counting fails", () => {
+  const failPolicy = `
+inbound:
+  - actions:
+      - { type: rate-limit, config: { name: fragile, capacity: 1, rate: 60s } }
+  - expressions: ["actions.svc.rate_limit.error.code != ''"]
+    actions:
+      - type: add-headers
+        config:
+          headers: { x-limit-error: "counted nothing" }
+`;
+  const failClosed = `
+inbound:
+  - actions:
+      - { type: rate-limit, config: { name: fragile, capacity: 1, rate: 60s } }
+  - expressions: ["actions.svc.rate_limit.error.code == 'ERR_RATE_LIMIT_TIMEOUT'"]
+    actions:
+      - { type: deny, config: { status_code: 503 } }
+`;
+
+  it("a throwing object lets the request through and the error variables say why", async () => {
+    const routes = singleEdge(`      - { id: r, match: /, upstream: echo, traffic_policy: fail.yaml }\n`, { "policies/fail.yaml": failPolicy });
+    const response = await send(routes, request("/"), { RATE_LIMITER: failingNamespace("throw") });
+    expect(response.status).toBe(200);
+    const seen = (await response.json()) as { headers: Record<string, string> };
+    expect(seen.headers["x-limit-error"]).toBe("counted nothing");
+  });
+
+  it("an object that does not answer within the budget lets the request through; a later entry can fail closed", async () => {
+    const open = singleEdge(`      - { id: r, match: /, upstream: echo, traffic_policy: fail.yaml }\n`, { "policies/fail.yaml": failPolicy });
+    const started = Date.now();
+    const response = await send(open, request("/"), { RATE_LIMITER: failingNamespace("hang"), RATE_LIMIT_TIMEOUT_MS: "50" });
+    expect(response.status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(2000);
+    await response.body?.cancel();
+
+    const closed = singleEdge(`      - { id: r, match: /, upstream: echo, traffic_policy: closed.yaml }\n`, { "policies/closed.yaml": failClosed });
+    const denied = await send(closed, request("/"), { RATE_LIMITER: failingNamespace("hang"), RATE_LIMIT_TIMEOUT_MS: "50" });
+    expect(denied.status).toBe(503);
+    expect(await denied.json()).toMatchObject({ error_code: "ERR_SVC_300", status_code: 503 });
+  });
+});

@@ -1,0 +1,57 @@
+import { abortAllDurableObjects, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { limiterBehaviour } from "../shared/limiter-behaviour.ts";
+
+let buckets = 0;
+function freshStub() {
+  return env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(`limiter-object-test-${buckets++}-${Math.random()}`));
+}
+
+limiterBehaviour("RateLimiter Durable Object", () => {
+  const stub = freshStub();
+  return async (spec) => stub.hit(spec);
+});
+
+describe("RateLimiter Durable Object", () => {
+  it("keeps its window when the object is evicted and recreated", async () => {
+    const stub = freshStub();
+    const spec = { capacity: 3, windowMs: 60_000 };
+    await stub.hit(spec);
+    await stub.hit(spec);
+    await abortAllDurableObjects();
+    const restarted = env.RATE_LIMITER.get(stub.id);
+    expect(await restarted.hit(spec)).toMatchObject({ allowed: true, remaining: 0 });
+    expect((await restarted.hit(spec)).allowed).toBe(false);
+  });
+
+  it("schedules a clean-up alarm at the end of the window, and an idle bucket deletes itself", async () => {
+    const stub = freshStub();
+    const before = Date.now();
+    await stub.hit({ capacity: 10, windowMs: 60_000 });
+    const alarm = await runInDurableObject(stub, (_instance, state) => state.storage.getAlarm());
+    expect(alarm).not.toBeNull();
+    expect(alarm!).toBeGreaterThanOrEqual(before + 60_000);
+    expect(alarm!).toBeLessThanOrEqual(Date.now() + 61_000);
+
+    // Make the stored window old, as if `rate` had passed, then let the alarm run.
+    await runInDurableObject(stub, (_instance, state) => {
+      const stored = state.storage.kv.get<{ state: { subWindows: Array<{ start: number; end: number; count: number }> }; windowMs: number }>("window")!;
+      stored.state.subWindows = stored.state.subWindows.map((sub) => ({ ...sub, start: sub.start - 120_000, end: sub.end - 120_000 }));
+      state.storage.kv.put("window", stored);
+    });
+    await abortAllDurableObjects(); // the next instance reads the aged window from storage
+    const fresh = env.RATE_LIMITER.get(stub.id);
+    expect(await runDurableObjectAlarm(fresh)).toBe(true);
+    const keys = await runInDurableObject(fresh, (_instance, state) => [...state.storage.kv.list()].length);
+    expect(keys).toBe(0);
+  });
+
+  it("an alarm before the window ends keeps the bucket and re-arms", async () => {
+    const stub = freshStub();
+    await stub.hit({ capacity: 10, windowMs: 60_000 });
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    const [keys, alarm] = await runInDurableObject(stub, async (_instance, state) => [[...state.storage.kv.list()].length, await state.storage.getAlarm()]);
+    expect(keys).toBe(1);
+    expect(alarm).not.toBeNull();
+  });
+});

@@ -1,0 +1,7 @@
+/** Values the worker tests' global setup provides (see test/support/upstream-setup.ts). */
+declare module "vitest" {
+  export interface ProvidedContext {
+    upstreamPort: number;
+  }
+}
+export {};
