@@ -22,6 +22,7 @@ export const ErrorCode = {
   noRoute: 301,
   upstreamUnavailable: 302,
   circuitOpen: 303,
+  upstreamTimeout: 304,
   internal: 500,
 } as const;
 

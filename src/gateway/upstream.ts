@@ -36,7 +36,7 @@ export async function dispatch(
     case "echo":
       return echo(original, exchange);
     case "origin":
-      return proxyToOrigin(upstream.url, original, exchange);
+      return proxyToOrigin(upstream.url, original, exchange, upstreamTimeoutMs(env));
     case "tcp":
       if (!handlers.tcp) {
         return new ServiceError(502, ErrorCode.upstreamUnavailable, "This route's TCP upstream needs the websocket TCP converter module.").toResponse();
@@ -65,15 +65,26 @@ function originUrl(origin: URL, requestUrl: URL): string {
   return target.toString();
 }
 
-async function proxyToOrigin(origin: URL, original: Request, exchange: Exchange): Promise<Response> {
+export const DEFAULT_UPSTREAM_TIMEOUT_MS = 30_000;
+
+function upstreamTimeoutMs(env: Env): number {
+  const configured = Number(env.UPSTREAM_TIMEOUT_MS);
+  return configured > 0 ? configured : DEFAULT_UPSTREAM_TIMEOUT_MS;
+}
+
+async function proxyToOrigin(origin: URL, original: Request, exchange: Exchange, timeoutMs: number): Promise<Response> {
   const requestUrl = exchange.request.url;
   const headers = exchange.request.headers;
   headers.set("x-forwarded-for", exchange.clientIp);
   headers.set("x-forwarded-host", requestUrl.host);
   headers.set("x-forwarded-proto", requestUrl.protocol.replace(":", ""));
+  const timeout = AbortSignal.timeout(timeoutMs);
   try {
-    return await fetch(upstreamRequest(original, exchange, originUrl(origin, requestUrl)));
+    return await fetch(upstreamRequest(original, exchange, originUrl(origin, requestUrl)), { signal: timeout });
   } catch (error) {
+    if (timeout.aborted) {
+      return new ServiceError(504, ErrorCode.upstreamTimeout, `The upstream ${origin.origin} did not answer within ${timeoutMs}ms.`).toResponse();
+    }
     return new ServiceError(502, ErrorCode.upstreamUnavailable, `The upstream ${origin.origin} could not be reached: ${(error as Error).message}`).toResponse();
   }
 }

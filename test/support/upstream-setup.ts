@@ -12,7 +12,7 @@ async function readBody(request: IncomingMessage): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-/** /echo → JSON of what arrived; /bytes/<n> → n bytes streamed; /status/<code> → that status. */
+/** /echo → JSON of what arrived; /bytes/<n> → n bytes streamed; /status/<code> → that status; /delay/<ms> → answers late. */
 async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
   const url = new URL(request.url ?? "/", "http://upstream");
   const bytes = url.pathname.match(/\/bytes\/(\d+)$/);
@@ -29,6 +29,8 @@ async function handle(request: IncomingMessage, response: ServerResponse): Promi
     response.end();
     return;
   }
+  const delay = url.pathname.match(/\/delay\/(\d+)$/);
+  if (delay) await new Promise((resolve) => setTimeout(resolve, Number(delay[1])));
   const status = url.pathname.match(/\/status\/(\d{3})$/);
   const body = await readBody(request);
   response.writeHead(status ? Number(status[1]) : 200, { "content-type": "application/json", "x-upstream": "yes", "set-cookie": "a=1" });

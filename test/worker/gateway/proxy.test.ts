@@ -63,6 +63,13 @@ describe("origin upstream", () => {
     expect(body.details.operation_id).toMatch(/^op_[0-9A-Za-z]{27}$/);
     expect(response.headers.get("x-operation-id")).toBe(body.details.operation_id);
   });
+
+
+  it("answers 504 when the origin does not answer within UPSTREAM_TIMEOUT_MS", async () => {
+    const response = await send(routes, new Request("http://gw.test/app/delay/1500"), { UPSTREAM_TIMEOUT_MS: "100" });
+    expect(response.status).toBe(504);
+    expect(await response.json()).toMatchObject({ error_code: "ERR_SVC_304", msg: `The upstream ${upstream} did not answer within 100ms.` });
+  });
 });
 
 describe("route table", () => {
