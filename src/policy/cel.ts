@@ -16,7 +16,11 @@ let current: Exchange | undefined;
 
 function headerValues(headers: Headers | undefined, name: string): string[] {
   if (!headers) return [];
-  const value = headers.get(name.toLowerCase());
+  const lower = name.toLowerCase();
+  // Headers.get joins repeated fields with ", ", which is wrong for set-cookie (its values contain commas);
+  // iteration yields each set-cookie on its own.
+  if (lower === "set-cookie") return [...headers].filter(([field]) => field === "set-cookie").map(([, value]) => value);
+  const value = headers.get(lower);
   return value === null ? [] : [value];
 }
 
@@ -64,6 +68,48 @@ function variablesOf(phase: Phase): Set<string> {
   return new Set(phase === "outbound" ? ["req", "conn", "actions", "res"] : ["req", "conn", "actions"]);
 }
 
+/** The fields of each variable as `activation` builds them; "map" marks a map with any keys (headers). */
+type Shape = "value" | "map" | { readonly [field: string]: Shape };
+const SHAPES: Readonly<Record<string, Shape>> = {
+  req: { method: "value", host: "value", url: { path: "value", query: "value", raw: "value" }, headers: "map" },
+  conn: { client_ip: "value" },
+  res: { status_code: "value", headers: "map" },
+  actions: {
+    svc: { rate_limit: { bucket_key: "value", limited: "value", error: { code: "value", message: "value" } } },
+  },
+};
+
+/** `req.url.path` → ["req", "url", "path"]; undefined when the chain does not start at an identifier. */
+function selectChain(expr: Expr | undefined): string[] | undefined {
+  const kind = expr?.exprKind;
+  if (kind?.case === "identExpr") return [kind.value.name];
+  if (kind?.case !== "selectExpr") return undefined;
+  const chain = selectChain(kind.value.operand);
+  return chain && [...chain, kind.value.field];
+}
+
+/** A typo such as `req.path` would only fail (and silently skip its entry) at request time. */
+function checkFields(chain: readonly string[]): string | undefined {
+  let shape: Shape | undefined = SHAPES[chain[0]];
+  for (let i = 1; i < chain.length && shape !== undefined && shape !== "map"; i++) {
+    const parent = chain.slice(0, i).join(".");
+    if (shape === "value") return `${parent} has no field '${chain[i]}'`;
+    shape = shape[chain[i]];
+    if (shape === undefined) return `unknown field '${chain[i]}' of ${parent}`;
+  }
+  return undefined;
+}
+
+/** A call must match an overload by receiver and number of arguments, or it fails at request time. */
+function checkArity(name: string, hasTarget: boolean, count: number): string | undefined {
+  const group = env.funcs.find(name);
+  if (!group) return `unknown function '${name}'`;
+  for (const overload of group) {
+    if ((overload.target !== undefined) === hasTarget && overload.arguments.length === count) return undefined;
+  }
+  return `no overload of ${hasTarget ? "method" : "function"} '${name}' takes ${count} argument${count === 1 ? "" : "s"}`;
+}
+
 /** Finds what the evaluator would only discover at request time: unknown variables and functions. */
 function checkExpr(expr: Expr | undefined, phase: Phase, locals: ReadonlySet<string>): string | undefined {
   if (!expr) return undefined;
@@ -75,11 +121,20 @@ function checkExpr(expr: Expr | undefined, phase: Phase, locals: ReadonlySet<str
       if (name === "res") return "res is only available in outbound expressions";
       return `unknown variable '${name}' (expected req, conn, actions${phase === "outbound" ? ", res" : ""})`;
     }
-    case "selectExpr":
+    case "selectExpr": {
+      const chain = selectChain(expr);
+      if (chain && !locals.has(chain[0]) && variablesOf(phase).has(chain[0])) {
+        const problem = checkFields(chain);
+        if (problem) return problem;
+      }
       return checkExpr(kind.value.operand, phase, locals);
+    }
     case "callExpr": {
       const name = kind.value.function;
-      if (!PLANNER_BUILTINS.has(name) && !env.funcs.find(name)) return `unknown function '${name}'`;
+      if (!PLANNER_BUILTINS.has(name)) {
+        const problem = checkArity(name, kind.value.target !== undefined, kind.value.args.length);
+        if (problem) return problem;
+      }
       if (phase === "inbound" && RESPONSE_MACROS.has(name)) return `${name} is only available in outbound expressions`;
       for (const child of [kind.value.target, ...kind.value.args]) {
         const problem = checkExpr(child, phase, locals);
@@ -152,7 +207,8 @@ export function compileExpression(source: string, phase: Phase): CompileExpressi
 
 function headerMap(headers: Headers): Map<string, string[]> {
   const map = new Map<string, string[]>();
-  for (const [name, value] of headers) map.set(name, [value]);
+  // Iteration yields each set-cookie separately and every other name once (joined); keep them all.
+  for (const [name, value] of headers) map.set(name, [...(map.get(name) ?? []), value]);
   return map;
 }
 

@@ -15,7 +15,9 @@ export type SourceResult = { ok: true; document: SourceDocument } | { ok: false;
 /** Parses `text` (YAML 1.2, which includes JSON); syntax errors come back as issues with lines. */
 export function readSource(text: string, file: string): SourceResult {
   const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  // logLevel "error": a map key that is itself a collection is reported as an unknown key; the library
+  // would also print a process warning about it.
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true, logLevel: "error" });
   if (doc.errors.length > 0) {
     return {
       ok: false,
@@ -46,5 +48,12 @@ export function readSource(text: string, file: string): SourceResult {
     }
     return offset === undefined ? undefined : lineCounter.linePos(offset).line;
   };
-  return { ok: true, document: { file, value: doc.toJS({ maxAliasCount: 100 }), lineOf } };
+  let value: unknown;
+  try {
+    value = doc.toJS({ maxAliasCount: 100 });
+  } catch (error) {
+    // toJS refuses alias bombs ("billion laughs") by throwing; a policy file must never crash the loader.
+    return { ok: false, issues: [{ file, path: [], message: `invalid YAML: ${(error as Error).message}` }] };
+  }
+  return { ok: true, document: { file, value, lineOf } };
 }

@@ -16,7 +16,7 @@ function describe(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "a list";
   if (typeof value === "object") return "a map";
-  return `${typeof value === "string" ? "string" : typeof value} ${JSON.stringify(value)}`;
+  return typeof value === "string" ? `string ${JSON.stringify(value)}` : `${typeof value} ${String(value)}`;
 }
 
 const ARTICLE: Record<string, string> = { array: "a list", object: "a map", record: "a map", number: "a number", string: "a string", boolean: "a boolean" };
@@ -28,7 +28,12 @@ export function fromZodIssues(
   prefix: readonly PathSegment[] = [],
 ): PolicyIssue[] {
   const out: PolicyIssue[] = [];
+  const pathKey = (issue: z.core.$ZodIssue) => JSON.stringify(issue.path.filter((segment) => typeof segment !== "symbol"));
+  // zod still runs length checks on a value of the wrong type ("must have at most 10 elements" for a string);
+  // once the type is wrong, that is the only thing worth saying about the value.
+  const wrongType = new Set(issues.filter((issue) => issue.code === "invalid_type").map(pathKey));
   for (const issue of issues) {
+    if (issue.code !== "invalid_type" && wrongType.has(pathKey(issue))) continue;
     const path = issue.path.filter((segment): segment is PathSegment => typeof segment !== "symbol");
     const full = [...prefix, ...path];
     if (issue.code === "unrecognized_keys") {
@@ -46,10 +51,17 @@ export function fromZodIssues(
     } else if (issue.code === "invalid_type") {
       if (value === undefined) message = "is required";
       else if (message.startsWith("Invalid input")) message = `must be ${ARTICLE[issue.expected] ?? issue.expected}, got ${describe(value)}`;
-    } else if (issue.code === "invalid_value" && message.startsWith("Invalid input")) {
-      message = `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}, got ${describe(value)}`;
+      else message = `${message}, got ${describe(value)}`;
+    } else if (issue.code === "invalid_value") {
+      message = message.startsWith("Invalid input")
+        ? `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}, got ${describe(value)}`
+        : `${message}, got ${describe(value)}`;
+    } else if (issue.code === "invalid_key") {
+      // A record key failed its own schema: say what is wrong with the key, not "Invalid key in record".
+      message = issue.issues[0]?.message ?? message;
     }
     out.push({ ...place(full), path: full, message });
   }
-  return out;
+  // zod reports in schema order; a reader goes down the file.
+  return out.sort((a, b) => (a.line ?? Number.MAX_SAFE_INTEGER) - (b.line ?? Number.MAX_SAFE_INTEGER));
 }

@@ -35,3 +35,12 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 export function isHeaderName(name: string): boolean {
   return HEADER_NAME.test(name);
 }
+
+/** What `Headers` accepts: no NUL or line break, nothing beyond Latin-1 (anything else throws at request time). */
+const HEADER_VALUE = /^[^\0\r\n\u0100-\uffff]*$/;
+
+export function isHeaderValue(value: string): boolean {
+  return HEADER_VALUE.test(value);
+}
+
+export const HEADER_VALUE_MESSAGE = "is not a valid header value (no line breaks, NUL or characters beyond U+00FF)";

@@ -2,16 +2,17 @@
 
 import { z } from "zod";
 import type { Exchange, Phase } from "../exchange.ts";
-import { defineAction, isHeaderName } from "./action.ts";
+import { defineAction, HEADER_VALUE_MESSAGE, isHeaderName, isHeaderValue } from "./action.ts";
 
 const headerName = z.string({ error: "must be a string" }).refine(isHeaderName, "is not a valid header name");
+const headerValue = z.string({ error: "must be a string" }).refine(isHeaderValue, HEADER_VALUE_MESSAGE);
 
 function targetHeaders(exchange: Exchange, phase: Phase): Headers | undefined {
   return phase === "inbound" ? exchange.request.headers : exchange.response?.headers;
 }
 
 export const addHeadersConfig = z.strictObject({
-  headers: z.record(headerName, z.string({ error: "must be a string" })).refine((headers) => Object.keys(headers).length > 0, "must name at least 1 header"),
+  headers: z.record(headerName, headerValue).refine((headers) => Object.keys(headers).length > 0, "must name at least 1 header"),
 });
 
 export const addHeadersAction = defineAction({
