@@ -1,6 +1,7 @@
 /** Bindings and variables the Worker receives (see wrangler.toml). */
 
 import type { RateLimiter } from "./limiter/limiter-object.ts";
+import type { TunnelHost, TunnelRegistry, TunnelSession } from "./tunnels/index.ts";
 
 export interface Env {
   /** Ingress instance that rate-limit counts are kept per; empty means the Cloudflare location. */
@@ -10,5 +11,15 @@ export interface Env {
   /** "1" exposes GET /__tollgate/stats (isolate counters) for the benchmark. */
   TOLLGATE_DEBUG_STATS?: string;
   RATE_LIMITER: DurableObjectNamespace<RateLimiter>;
+  /** Tunnel hosts are `<label>.<TUNNEL_DOMAIN>` (locally `localhost`); empty turns tunnels off. */
+  TUNNEL_DOMAIN?: string;
+  /** Milliseconds between agent heartbeats (default 5000); a session missing 3 is taken offline. */
+  TUNNEL_HEARTBEAT_MS?: string;
+  /** One per agent session (`ts_…`): holds the agent's WebSocket, relays public requests. */
+  TUNNEL_SESSION: DurableObjectNamespace<TunnelSession>;
+  /** One per account: its online tunnels (the management API's GET /tunnels). */
+  TUNNEL_REGISTRY: DurableObjectNamespace<TunnelRegistry>;
+  /** One per public tunnel host label: which tunnel serves it. */
+  TUNNEL_HOST: DurableObjectNamespace<TunnelHost>;
   [binding: string]: unknown;
 }

@@ -6,14 +6,19 @@ import { loadedGateway } from "./gateway/loaded-config.ts";
 import { counterStats } from "./gateway/limiter-client.ts";
 import { handleGatewayRequest } from "./gateway/pipeline.ts";
 import { upstreamHandlers } from "./gateway/handlers.ts";
+import { routeTunnelTraffic } from "./tunnels/index.ts";
 
 export { RateLimiter } from "./limiter/limiter-object.ts";
 export { AccountStore } from "./management/account-store.ts";
+export { TunnelHost, TunnelRegistry, TunnelSession } from "./tunnels/index.ts";
 
 const app = new Hono<{ Bindings: Env }>();
 
 // Isolate counters for the benchmark (rate-limiter object calls vs. rejections answered from memory).
 app.get("/__tollgate/stats", (c, next) => (c.env.TOLLGATE_DEBUG_STATS === "1" ? c.json(counterStats) : next()));
+
+// Tunnel hosts (<label>.TUNNEL_DOMAIN) and the agent endpoint, before the gateway's routes.
+app.use("*", async (c, next) => (await routeTunnelTraffic(c.req.raw, c.env)) ?? next());
 
 app.all("*", (c) => {
   const loaded = loadedGateway();

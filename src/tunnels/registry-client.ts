@@ -1,4 +1,8 @@
-// PLACEHOLDER interface until tunnels land (being written now); the implementation is replaced before commit.
+/**
+ * The registry of online tunnels as the rest of the Worker sees it: the management API lists and reads
+ * tunnels here; sessions add, remove and renew theirs. One TunnelRegistry object per account.
+ */
+
 import type { Env } from "../env.ts";
 
 /** An online tunnel as the management API shows it (fields that do not apply are omitted). */
@@ -16,11 +20,28 @@ export interface TunnelRecord {
   forwards_to?: string;
 }
 
-/** Online tunnels of an account, newest first (ids sort by creation time). */
-export async function listOnlineTunnels(_env: Env, _accountId: string): Promise<TunnelRecord[]> {
-  return [];
+function registry(env: Env, accountId: string) {
+  return env.TUNNEL_REGISTRY.get(env.TUNNEL_REGISTRY.idFromName(accountId));
 }
 
-export async function getOnlineTunnel(_env: Env, _accountId: string, _id: string): Promise<TunnelRecord | undefined> {
-  return undefined;
+/** Online tunnels of an account, newest first (ids sort by creation time). */
+export async function listOnlineTunnels(env: Env, accountId: string): Promise<TunnelRecord[]> {
+  return (await registry(env, accountId).list()) as TunnelRecord[];
+}
+
+export async function getOnlineTunnel(env: Env, accountId: string, id: string): Promise<TunnelRecord | undefined> {
+  return ((await registry(env, accountId).get(id)) as TunnelRecord | null) ?? undefined;
+}
+
+export async function addOnlineTunnel(env: Env, accountId: string, sessionId: string, record: TunnelRecord, leaseMs: number): Promise<void> {
+  await registry(env, accountId).add(sessionId, record, leaseMs);
+}
+
+/** Takes the listed tunnels of a session offline, or all of them. */
+export async function removeOnlineTunnels(env: Env, accountId: string, sessionId: string, tunnelIds?: readonly string[]): Promise<void> {
+  await registry(env, accountId).remove(sessionId, tunnelIds);
+}
+
+export async function renewOnlineTunnels(env: Env, accountId: string, sessionId: string, leaseMs: number): Promise<void> {
+  await registry(env, accountId).renew(sessionId, leaseMs);
 }

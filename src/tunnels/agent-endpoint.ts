@@ -1,0 +1,58 @@
+/** The agent WebSocket endpoint: authenticates the API key and hands the connection to a new TunnelSession (`ts_…`). */
+
+import type { Env } from "../env.ts";
+import { ServiceError } from "../errors.ts";
+import { ingressId } from "../gateway/limiter-client.ts";
+import { newId } from "../ids.ts";
+import { authenticateApiKey } from "../management/auth.ts";
+import { TunnelErrorCode } from "./errors.ts";
+import { normalizeDomain, publicBaseOf } from "./hostnames.ts";
+import { PROTOCOL_VERSION } from "./protocol.ts";
+import { CONNECT_PATH, SESSION_INFO_HEADER, type SessionInfo } from "./session-object.ts";
+
+/** Header in which the agent names the protocol version it speaks. */
+export const PROTOCOL_HEADER = "tollgate-protocol";
+export const DEFAULT_HEARTBEAT_MS = 5000;
+const MIN_HEARTBEAT_MS = 200;
+
+export function heartbeatMs(env: Pick<Env, "TUNNEL_HEARTBEAT_MS">): number {
+  const value = Number(env.TUNNEL_HEARTBEAT_MS);
+  return Number.isFinite(value) && value >= MIN_HEARTBEAT_MS ? Math.floor(value) : DEFAULT_HEARTBEAT_MS;
+}
+
+export async function acceptAgentSession(request: Request, env: Env): Promise<Response> {
+  if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
+    return new ServiceError(426, TunnelErrorCode.agentEndpoint, "This is the tunnel agent endpoint: connect with a WebSocket, as `tollgate agent` does.", {}, {
+      upgrade: "websocket",
+    }).toResponse();
+  }
+  const spoken = request.headers.get(PROTOCOL_HEADER);
+  if (spoken !== null && spoken !== String(PROTOCOL_VERSION)) {
+    return new ServiceError(
+      400,
+      TunnelErrorCode.agentEndpoint,
+      `The agent speaks tunnel protocol version ${spoken}, this edge speaks version ${PROTOCOL_VERSION}: use an agent of the same release as the edge.`,
+      { edge_protocol: PROTOCOL_VERSION, agent_protocol: spoken },
+    ).toResponse();
+  }
+  const domain = normalizeDomain(env.TUNNEL_DOMAIN);
+  if (domain === "") {
+    return new ServiceError(503, TunnelErrorCode.agentEndpoint, "Tunnels are off on this edge: its TUNNEL_DOMAIN is not set.").toResponse();
+  }
+  const auth = await authenticateApiKey(request.headers.get("authorization"), env);
+  if (!auth.ok) return auth.error.toResponse();
+
+  const info: SessionInfo = {
+    sessionId: newId("ts"),
+    accountId: auth.accountId,
+    region: ingressId(env, request),
+    domain,
+    publicBase: publicBaseOf(new URL(request.url)),
+    heartbeatMs: heartbeatMs(env),
+  };
+  const headers = new Headers(request.headers);
+  headers.delete("authorization");
+  headers.set(SESSION_INFO_HEADER, JSON.stringify(info));
+  const session = env.TUNNEL_SESSION.get(env.TUNNEL_SESSION.idFromName(info.sessionId));
+  return session.fetch(new Request(`https://tunnel-session${CONNECT_PATH}`, { headers }));
+}

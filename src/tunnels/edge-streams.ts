@@ -1,0 +1,265 @@
+/**
+ * The edge end of relayed exchanges: one stream per public request, multiplexed over the agent's WebSocket.
+ * Request bodies go out no faster than the agent's window allows; response bodies are written to the
+ * public client's stream and acknowledged (a `window` frame) only once the client has taken them, so a
+ * slow client holds back its own stream and nothing else.
+ */
+
+import {
+  DataSequence,
+  HOP_BY_HOP_HEADERS,
+  INITIAL_STREAM_WINDOW,
+  OrderedReceiver,
+  ResetCode,
+  type Frame,
+  type FrameOf,
+  type StreamFrame,
+} from "./protocol.ts";
+
+export interface RelayRequest {
+  readonly tunnelId: string;
+  readonly method: string;
+  /** Path and query. */
+  readonly target: string;
+  readonly headers: Headers;
+  readonly clientAddr: string;
+  readonly scheme: string;
+  /** The public host (sent as the Host header, and named in error messages). */
+  readonly host: string;
+  readonly body: ReadableStream<Uint8Array> | null;
+}
+
+export interface StreamFailure {
+  readonly code: string;
+  readonly message: string;
+}
+
+export interface EdgeStreamsOptions {
+  send(frame: Frame): void;
+  /** The public client's response when a stream fails before the agent answered. */
+  failureResponse(failure: StreamFailure, host: string): Response;
+}
+
+const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
+
+class EdgeStream {
+  sendWindow = INITIAL_STREAM_WINDOW;
+  closed = false;
+  answered = false;
+  writer?: WritableStreamDefaultWriter<Uint8Array>;
+  writeChain: Promise<void> = Promise.resolve();
+  requestReader?: ReadableStreamDefaultReader<Uint8Array>;
+  readonly outbound: DataSequence;
+  inbound!: OrderedReceiver;
+  private windowWaiters: Array<() => void> = [];
+
+  constructor(
+    readonly id: number,
+    readonly request: RelayRequest,
+    readonly answer: (response: Response) => void,
+  ) {
+    this.outbound = new DataSequence(id);
+  }
+
+  /** Resolves when the window grows or the stream closes. */
+  windowChanged(): Promise<void> {
+    return new Promise((resolve) => this.windowWaiters.push(resolve));
+  }
+
+  wake(): void {
+    const waiters = this.windowWaiters;
+    this.windowWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+}
+
+export class EdgeStreams {
+  private readonly streams = new Map<number, EdgeStream>();
+  private nextId = 0;
+
+  constructor(private readonly options: EdgeStreamsOptions) {}
+
+  get size(): number {
+    return this.streams.size;
+  }
+
+  /** Sends the request to the agent; resolves with the response once the agent's response head arrives. */
+  open(request: RelayRequest): Promise<Response> {
+    const id = this.allocateId();
+    let answer!: (response: Response) => void;
+    const response = new Promise<Response>((resolve) => (answer = resolve));
+    const stream = new EdgeStream(id, request, answer);
+    stream.inbound = new OrderedReceiver(
+      {
+        data: (bytes) => this.writeResponseBody(stream, bytes),
+        end: () => this.endResponseBody(stream),
+      },
+      { headFirst: true },
+    );
+    this.streams.set(id, stream);
+
+    // The public Host travels in the head: a subrequest to the session object carries the object's own host.
+    const headers: Array<[string, string]> = [["host", request.host]];
+    request.headers.forEach((value, name) => {
+      if (name !== "host" && !HOP_BY_HOP_HEADERS.has(name)) headers.push([name, value]);
+    });
+    this.options.send({
+      type: "request_head",
+      stream: id,
+      tunnel_id: request.tunnelId,
+      method: request.method,
+      target: request.target,
+      headers,
+      client_addr: request.clientAddr,
+      scheme: request.scheme,
+    });
+    void this.sendRequestBody(stream);
+    return response;
+  }
+
+  onFrame(frame: StreamFrame): void {
+    const stream = this.streams.get(frame.stream);
+    if (!stream) return; // late frames of a stream that already ended
+    switch (frame.type) {
+      case "response_head":
+        return this.onResponseHead(stream, frame);
+      case "data":
+        if (!stream.inbound.data(frame.seq, frame.bytes)) this.reset(stream, ResetCode.protocolError, `data frame ${frame.seq} repeated or past the end`);
+        return;
+      case "end":
+        if (!stream.inbound.end(frame.count)) this.reset(stream, ResetCode.protocolError, `end after ${frame.count} data frames contradicts the frames sent`);
+        return;
+      case "window":
+        stream.sendWindow += frame.increment;
+        stream.wake();
+        return;
+      case "reset":
+        return this.fail(stream, { code: frame.code, message: frame.message });
+      case "request_head":
+        return this.reset(stream, ResetCode.protocolError, "request_head is sent by the edge, not the agent");
+    }
+  }
+
+  /** Fails every stream of one tunnel (it stopped), telling the agent. */
+  failTunnel(tunnelId: string, failure: StreamFailure): void {
+    for (const stream of [...this.streams.values()]) if (stream.request.tunnelId === tunnelId) this.reset(stream, failure.code, failure.message);
+  }
+
+  /** Fails every stream (the agent's connection is gone). */
+  failAll(failure: StreamFailure): void {
+    for (const stream of [...this.streams.values()]) this.fail(stream, failure);
+  }
+
+  private allocateId(): number {
+    do {
+      this.nextId = this.nextId >= 0xffffffff ? 1 : this.nextId + 1;
+    } while (this.streams.has(this.nextId));
+    return this.nextId;
+  }
+
+  private async sendRequestBody(stream: EdgeStream): Promise<void> {
+    const body = stream.request.body;
+    if (body) {
+      const reader = body.getReader();
+      stream.requestReader = reader;
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          for (const frame of stream.outbound.frames(value)) {
+            while (!stream.closed && stream.sendWindow < frame.bytes.byteLength) await stream.windowChanged();
+            if (stream.closed) return;
+            stream.sendWindow -= frame.bytes.byteLength;
+            this.options.send(frame);
+          }
+        }
+      } catch (error) {
+        if (!stream.closed) this.reset(stream, ResetCode.cancelled, `the public client's request body broke off: ${(error as Error).message}`);
+        return;
+      }
+    }
+    if (!stream.closed) this.options.send(stream.outbound.end());
+  }
+
+  private onResponseHead(stream: EdgeStream, frame: FrameOf<"response_head">): void {
+    if (stream.answered) return this.reset(stream, ResetCode.protocolError, "a second response head");
+    // 101 would need the WebSocket relay, which http tunnels do not do; the public client gets a clear 502.
+    if (frame.status === 101) return this.reset(stream, ResetCode.upstreamError, "the local service switched protocols, which tunnels do not relay");
+    stream.answered = true;
+    const headers = new Headers();
+    for (const [name, value] of frame.headers) {
+      if (HOP_BY_HOP_HEADERS.has(name.toLowerCase())) continue;
+      try {
+        headers.append(name, value);
+      } catch {
+        // a header the runtime refuses (invalid characters) is dropped rather than failing the response
+      }
+    }
+    let body: ReadableStream<Uint8Array> | null = null;
+    if (!NULL_BODY_STATUSES.has(frame.status) && stream.request.method.toUpperCase() !== "HEAD") {
+      const length = contentLength(headers);
+      const pipe = length === undefined ? new IdentityTransformStream() : new FixedLengthStream(length);
+      if (length !== undefined) headers.delete("content-length");
+      stream.writer = pipe.writable.getWriter();
+      body = pipe.readable;
+    }
+    stream.answer(new Response(body, { status: frame.status, statusText: frame.status_text, headers, encodeBody: "manual" }));
+    stream.inbound.open();
+  }
+
+  private writeResponseBody(stream: EdgeStream, bytes: Uint8Array): void {
+    const writer = stream.writer;
+    if (!writer) return this.reset(stream, ResetCode.protocolError, "a body for a response that has none");
+    stream.writeChain = stream.writeChain.then(async () => {
+      if (stream.closed) return;
+      try {
+        await writer.write(bytes);
+      } catch {
+        this.reset(stream, ResetCode.cancelled, "the public client went away");
+        return;
+      }
+      if (!stream.closed) this.options.send({ type: "window", stream: stream.id, increment: bytes.byteLength });
+    });
+  }
+
+  private endResponseBody(stream: EdgeStream): void {
+    const writer = stream.writer;
+    stream.writeChain = stream.writeChain.then(async () => {
+      if (stream.closed) return;
+      this.finish(stream);
+      await writer?.close().catch(() => undefined);
+    });
+  }
+
+  /** The edge ends a stream: tells the agent, then fails it locally. */
+  private reset(stream: EdgeStream, code: string, message: string): void {
+    if (stream.closed) return;
+    this.options.send({ type: "reset", stream: stream.id, code, message });
+    this.fail(stream, { code, message });
+  }
+
+  /** Ends a stream locally (the agent reset it, or its connection is gone). */
+  private fail(stream: EdgeStream, failure: StreamFailure): void {
+    if (stream.closed) return;
+    this.finish(stream);
+    if (!stream.answered) {
+      stream.answered = true;
+      stream.answer(this.options.failureResponse(failure, stream.request.host));
+    } else {
+      void stream.writer?.abort(new Error(failure.message)).catch(() => undefined);
+    }
+  }
+
+  private finish(stream: EdgeStream): void {
+    stream.closed = true;
+    this.streams.delete(stream.id);
+    stream.wake();
+    void stream.requestReader?.cancel().catch(() => undefined);
+  }
+}
+
+function contentLength(headers: Headers): number | undefined {
+  const value = headers.get("content-length");
+  if (value === null || !/^\d{1,15}$/.test(value.trim())) return undefined;
+  return Number(value.trim());
+}

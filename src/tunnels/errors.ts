@@ -1,0 +1,44 @@
+/** The errors public clients and agents get from the tunnel side of the edge, as ServiceErrors (ERR_SVC_<code>). */
+
+import { ServiceError } from "../errors.ts";
+import { ResetCode } from "./protocol.ts";
+
+/** Stable numbers; where ngrok has a number for the same case, it is used. */
+export const TunnelErrorCode = {
+  /** No online tunnel serves the host (ngrok ERR_NGROK_3200). */
+  tunnelNotFound: 3200,
+  /** The agent's session ended or broke while relaying (ngrok ERR_NGROK_3004: incomplete response). */
+  agentUnavailable: 3004,
+  /** The agent could not get an answer from the local service (ngrok ERR_NGROK_8012). */
+  localServiceFailed: 8012,
+  /** The request cannot be relayed through an http tunnel (WebSocket upgrade). */
+  notRelayable: 3005,
+  /** The agent endpoint is used wrongly or tunnels are off. */
+  agentEndpoint: 3100,
+} as const;
+
+export function tunnelNotFound(host: string): ServiceError {
+  return new ServiceError(
+    404,
+    TunnelErrorCode.tunnelNotFound,
+    `Tunnel ${host} not found: no agent is online serving this host. Start the agent (tollgate agent http <port>) and use the public URL it prints.`,
+    { host },
+  );
+}
+
+/** The public client's answer when a stream fails before the agent sent a response head. */
+export function streamFailure(code: string, message: string, host: string): ServiceError {
+  switch (code) {
+    case ResetCode.upstreamUnreachable:
+    case ResetCode.upstreamTimeout:
+    case ResetCode.upstreamError:
+      return new ServiceError(502, TunnelErrorCode.localServiceFailed, `The tunnel agent could not get an answer from its local service: ${message}`, {
+        host,
+        reason: code,
+      });
+    case ResetCode.unknownTunnel:
+      return tunnelNotFound(host);
+    default:
+      return new ServiceError(502, TunnelErrorCode.agentUnavailable, `The tunnel agent did not complete the response: ${message}`, { host, reason: code });
+  }
+}

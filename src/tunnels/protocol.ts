@@ -1,0 +1,374 @@
+/**
+ * The tunnel relay protocol: binary WebSocket frames between the edge (TunnelSession) and the local agent.
+ * One definition for both ends; every frame is validated when it is read.
+ *
+ * Frame layout (all integers big-endian):
+ *
+ *   byte 0     protocol version (PROTOCOL_VERSION)
+ *   byte 1     frame type (FRAME_TYPES)
+ *   bytes 2-5  stream id (u32); 0 for session frames
+ *   bytes 6-   payload: JSON (UTF-8) for most frames; for `data` a u32 sequence number then the body bytes;
+ *              for `end` a u32 count of the data frames sent; for `window` a u32 increment
+ *
+ * Session frames (stream 0): hello → welcome; start_tunnel → tunnel_started | tunnel_failed;
+ * stop_tunnel → tunnel_stopped (the edge may also send tunnel_stopped on its own).
+ * Stream frames: the edge opens a stream with request_head; request body as data… end; the agent answers
+ * response_head, data… end; either side may reset. Flow control is per stream and per direction: a sender
+ * may have at most INITIAL_STREAM_WINDOW unacknowledged body bytes; the receiver sends `window` with the
+ * number of bytes it has passed on, which the sender may send again.
+ *
+ * Data frames are numbered per stream and direction, and `end` says how many there were, so a receiver
+ * restores the order even where its runtime hands over messages out of order (a Durable Object's
+ * WebSocket events may be dispatched so); OrderedReceiver does that for both ends.
+ *
+ * Heartbeats are the text messages HEARTBEAT_PING (agent) and HEARTBEAT_PONG (edge), outside the binary
+ * frames, so a hibernating TunnelSession can answer them without waking up.
+ */
+
+import { z } from "zod";
+
+export const PROTOCOL_VERSION = 1;
+/** Path of the agent WebSocket endpoint on any edge host name that is not a tunnel host. */
+export const AGENT_SESSION_PATH = "/__tollgate/agent";
+export const HEARTBEAT_PING = "tollgate:ping";
+export const HEARTBEAT_PONG = "tollgate:pong";
+/** Largest body chunk carried by one data frame. */
+export const MAX_DATA_CHUNK = 64 * 1024;
+/** Unacknowledged body bytes a sender may have in flight per stream and direction. */
+export const INITIAL_STREAM_WINDOW = 512 * 1024;
+const HEADER_BYTES = 6;
+const MAX_STREAM_ID = 0xffffffff;
+
+/** WebSocket close codes the edge uses (4000–4999 are free for applications). */
+export const CloseCode = {
+  normal: 1000,
+  protocolError: 1002,
+  heartbeatTimeout: 4001,
+  sessionReplaced: 4002,
+} as const;
+
+export const FRAME_TYPES = {
+  hello: 1,
+  welcome: 2,
+  start_tunnel: 3,
+  tunnel_started: 4,
+  tunnel_failed: 5,
+  stop_tunnel: 6,
+  tunnel_stopped: 7,
+  request_head: 16,
+  response_head: 17,
+  data: 18,
+  end: 19,
+  window: 20,
+  reset: 21,
+} as const;
+
+export type FrameTypeName = keyof typeof FRAME_TYPES;
+const TYPE_NAMES = new Map<number, FrameTypeName>(Object.entries(FRAME_TYPES).map(([name, code]) => [code, name as FrameTypeName]));
+
+const headerList = z.array(z.tuple([z.string().min(1).max(256), z.string().max(16 * 1024)])).max(512);
+const labels = z.record(z.string().min(1).max(256), z.string().max(1024));
+
+/** JSON payloads by frame type. Unknown fields are dropped, so a newer peer may add fields within a version. */
+const payloadSchemas = {
+  hello: z.object({
+    agent_version: z.string().max(64),
+    /** Free text from the agent config's `metadata`. */
+    metadata: z.string().max(4096).optional(),
+    os: z.string().max(64).optional(),
+  }),
+  welcome: z.object({
+    session_id: z.string(),
+    region: z.string(),
+    /** How often the agent should send HEARTBEAT_PING. */
+    heartbeat_ms: z.number().int().positive(),
+  }),
+  start_tunnel: z.object({
+    request_id: z.number().int().nonnegative(),
+    name: z.string().min(1).max(256),
+    /** `http`, `tcp`, `tls` (the edge serves http only); absent for labeled tunnels. */
+    proto: z.string().max(16).optional(),
+    labels: labels.optional(),
+    /** The local address the agent forwards to, as shown in `forwards_to`. */
+    forwards_to: z.string().max(2048),
+    metadata: z.string().max(4096).optional(),
+    traffic_policy: z.unknown().optional(),
+    /** Host name label wanted (a configured subdomain, or the previous one after a reconnect). */
+    subdomain: z.string().max(63).optional(),
+  }),
+  tunnel_started: z.object({
+    request_id: z.number().int().nonnegative(),
+    tunnel: z.object({
+      id: z.string(),
+      name: z.string(),
+      public_url: z.string().optional(),
+      proto: z.string().optional(),
+      subdomain: z.string().optional(),
+      started_at: z.string(),
+    }),
+  }),
+  tunnel_failed: z.object({
+    request_id: z.number().int().nonnegative(),
+    code: z.string(),
+    message: z.string(),
+  }),
+  stop_tunnel: z.object({ request_id: z.number().int().nonnegative(), tunnel_id: z.string() }),
+  tunnel_stopped: z.object({ request_id: z.number().int().nonnegative().optional(), tunnel_id: z.string(), reason: z.string() }),
+  request_head: z.object({
+    tunnel_id: z.string(),
+    method: z.string().min(1).max(32),
+    /** Path and query as the public client sent them. */
+    target: z.string().min(1).max(16 * 1024),
+    headers: headerList,
+    /** The public client's address. */
+    client_addr: z.string().max(64),
+    /** `http` or `https`: how the public client reached the edge. */
+    scheme: z.string().max(8),
+  }),
+  response_head: z.object({
+    status: z.number().int().min(100).max(599),
+    status_text: z.string().max(256).optional(),
+    headers: headerList,
+  }),
+  reset: z.object({
+    code: z.string().max(64),
+    message: z.string().max(4096),
+  }),
+} as const;
+
+type Payloads = { [K in keyof typeof payloadSchemas]: z.output<(typeof payloadSchemas)[K]> };
+
+export type SessionFrame =
+  | ({ type: "hello" } & Payloads["hello"])
+  | ({ type: "welcome" } & Payloads["welcome"])
+  | ({ type: "start_tunnel" } & Payloads["start_tunnel"])
+  | ({ type: "tunnel_started" } & Payloads["tunnel_started"])
+  | ({ type: "tunnel_failed" } & Payloads["tunnel_failed"])
+  | ({ type: "stop_tunnel" } & Payloads["stop_tunnel"])
+  | ({ type: "tunnel_stopped" } & Payloads["tunnel_stopped"]);
+
+export type StreamFrame =
+  | ({ type: "request_head"; stream: number } & Payloads["request_head"])
+  | ({ type: "response_head"; stream: number } & Payloads["response_head"])
+  | { type: "data"; stream: number; seq: number; bytes: Uint8Array }
+  | { type: "end"; stream: number; count: number }
+  | { type: "window"; stream: number; increment: number }
+  | ({ type: "reset"; stream: number } & Payloads["reset"]);
+
+export type Frame = SessionFrame | StreamFrame;
+export type FrameOf<T extends Frame["type"]> = Extract<Frame, { type: T }>;
+
+/** Reset codes: why a stream ended early. */
+export const ResetCode = {
+  /** The agent could not connect to the local address. */
+  upstreamUnreachable: "upstream_unreachable",
+  /** The local service did not answer in time. */
+  upstreamTimeout: "upstream_timeout",
+  /** The local service broke the exchange (bad response, closed mid-body). */
+  upstreamError: "upstream_error",
+  /** The public client went away. */
+  cancelled: "cancelled",
+  /** The stream's tunnel is not open on this session. */
+  unknownTunnel: "unknown_tunnel",
+  protocolError: "protocol_error",
+} as const;
+
+/** Why the edge refused a start_tunnel. */
+export const TunnelFailure = {
+  unsupportedProto: "unsupported_proto",
+  invalidDefinition: "invalid_definition",
+  invalidTrafficPolicy: "invalid_traffic_policy",
+  subdomainInUse: "subdomain_in_use",
+  tunnelsDisabled: "tunnels_disabled",
+  internal: "internal",
+} as const;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+
+function isSessionType(type: FrameTypeName): boolean {
+  return FRAME_TYPES[type] < FRAME_TYPES.request_head;
+}
+
+function header(type: FrameTypeName, stream: number, payloadLength: number): Uint8Array {
+  const bytes = new Uint8Array(HEADER_BYTES + payloadLength);
+  bytes[0] = PROTOCOL_VERSION;
+  bytes[1] = FRAME_TYPES[type];
+  new DataView(bytes.buffer).setUint32(2, stream);
+  return bytes;
+}
+
+/** Encodes one frame. Throws only on a programming error (a stream id out of range). */
+export function encodeFrame(frame: Frame): Uint8Array {
+  const stream = "stream" in frame ? frame.stream : 0;
+  if (!Number.isInteger(stream) || stream < 0 || stream > MAX_STREAM_ID) throw new RangeError(`stream id ${stream} is out of range`);
+  switch (frame.type) {
+    case "data": {
+      const bytes = header("data", stream, 4 + frame.bytes.byteLength);
+      new DataView(bytes.buffer).setUint32(HEADER_BYTES, frame.seq);
+      bytes.set(frame.bytes, HEADER_BYTES + 4);
+      return bytes;
+    }
+    case "end": {
+      const bytes = header("end", stream, 4);
+      new DataView(bytes.buffer).setUint32(HEADER_BYTES, frame.count);
+      return bytes;
+    }
+    case "window": {
+      const bytes = header("window", stream, 4);
+      new DataView(bytes.buffer).setUint32(HEADER_BYTES, frame.increment);
+      return bytes;
+    }
+    default: {
+      const { type, ...rest } = frame;
+      delete (rest as { stream?: number }).stream;
+      const json = encoder.encode(JSON.stringify(rest));
+      const bytes = header(type, stream, json.byteLength);
+      bytes.set(json, HEADER_BYTES);
+      return bytes;
+    }
+  }
+}
+
+export type DecodeResult = { ok: true; frame: Frame } | { ok: false; error: string };
+
+function fail(error: string): DecodeResult {
+  return { ok: false, error };
+}
+
+/** Decodes and validates one frame; anything malformed comes back as `ok: false` with the reason. */
+export function decodeFrame(input: ArrayBuffer | ArrayBufferView): DecodeResult {
+  // ArrayBuffer.isView rather than instanceof: buffers may come from another realm (a test runner, a worker).
+  const bytes = ArrayBuffer.isView(input) ? new Uint8Array(input.buffer, input.byteOffset, input.byteLength) : new Uint8Array(input);
+  if (bytes.byteLength < HEADER_BYTES) return fail(`frame of ${bytes.byteLength} bytes is shorter than the ${HEADER_BYTES}-byte header`);
+  if (bytes[0] !== PROTOCOL_VERSION) return fail(`protocol version ${bytes[0]} is not supported (this end speaks version ${PROTOCOL_VERSION})`);
+  const type = TYPE_NAMES.get(bytes[1]);
+  if (!type) return fail(`unknown frame type ${bytes[1]}`);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const stream = view.getUint32(2);
+  const payload = bytes.subarray(HEADER_BYTES);
+  if (isSessionType(type) !== (stream === 0)) {
+    return fail(isSessionType(type) ? `${type} frame must be on stream 0` : `${type} frame must not be on stream 0`);
+  }
+
+  switch (type) {
+    case "data":
+      if (payload.byteLength < 4) return fail("data frame must start with a 4-byte sequence number");
+      if (payload.byteLength - 4 > MAX_DATA_CHUNK) return fail(`data frame of ${payload.byteLength - 4} bytes exceeds ${MAX_DATA_CHUNK}`);
+      return { ok: true, frame: { type, stream, seq: view.getUint32(HEADER_BYTES), bytes: payload.subarray(4) } };
+    case "end":
+      if (payload.byteLength !== 4) return fail("end frame must carry a 4-byte count of data frames");
+      return { ok: true, frame: { type, stream, count: view.getUint32(HEADER_BYTES) } };
+    case "window": {
+      if (payload.byteLength !== 4) return fail("window frame must carry a 4-byte increment");
+      const increment = view.getUint32(HEADER_BYTES);
+      if (increment === 0) return fail("window increment must be positive");
+      return { ok: true, frame: { type, stream, increment } };
+    }
+    default: {
+      let value: unknown;
+      try {
+        value = JSON.parse(decoder.decode(payload));
+      } catch {
+        return fail(`${type} frame payload is not valid UTF-8 JSON`);
+      }
+      const parsed = payloadSchemas[type].safeParse(value);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0];
+        return fail(`${type} frame: ${issue.path.join(".") || "payload"}: ${issue.message}`);
+      }
+      const frame = (isSessionType(type) ? { type, ...parsed.data } : { type, stream, ...parsed.data }) as Frame;
+      return { ok: true, frame };
+    }
+  }
+}
+
+/** Numbers the data frames of one stream direction and splits chunks to MAX_DATA_CHUNK. */
+export class DataSequence {
+  private sent = 0;
+
+  constructor(private readonly stream: number) {}
+
+  *frames(chunk: Uint8Array): Generator<FrameOf<"data">> {
+    for (let offset = 0; offset < chunk.byteLength; offset += MAX_DATA_CHUNK) {
+      yield { type: "data", stream: this.stream, seq: this.sent++, bytes: chunk.subarray(offset, Math.min(offset + MAX_DATA_CHUNK, chunk.byteLength)) };
+    }
+  }
+
+  end(): FrameOf<"end"> {
+    return { type: "end", stream: this.stream, count: this.sent };
+  }
+}
+
+export interface OrderedSink {
+  data(bytes: Uint8Array): void;
+  end(): void;
+}
+
+/**
+ * Delivers one stream direction's body in order: nothing before the head has been seen (`open`), data by
+ * sequence number, the end after the last data frame. Anything early waits (at most a window's worth).
+ */
+export class OrderedReceiver {
+  private opened: boolean;
+  private next = 0;
+  private endAt: number | undefined;
+  private ended = false;
+  private readonly early = new Map<number, Uint8Array>();
+
+  constructor(
+    private readonly sink: OrderedSink,
+    { headFirst }: { headFirst: boolean },
+  ) {
+    this.opened = !headFirst;
+  }
+
+  /** The head arrived: what waited for it may go. */
+  open(): void {
+    this.opened = true;
+    this.drain();
+  }
+
+  /** False when the sequence number was already used (a protocol error). */
+  data(seq: number, bytes: Uint8Array): boolean {
+    if (seq < this.next || this.early.has(seq) || (this.endAt !== undefined && seq >= this.endAt)) return false;
+    this.early.set(seq, bytes);
+    this.drain();
+    return true;
+  }
+
+  /** False when the count contradicts frames already seen. */
+  end(count: number): boolean {
+    if (this.endAt !== undefined || count < this.next) return false;
+    for (const seq of this.early.keys()) if (seq >= count) return false;
+    this.endAt = count;
+    this.drain();
+    return true;
+  }
+
+  private drain(): void {
+    if (!this.opened || this.ended) return;
+    for (let bytes = this.early.get(this.next); bytes !== undefined; bytes = this.early.get(this.next)) {
+      this.early.delete(this.next);
+      this.next++;
+      this.sink.data(bytes);
+    }
+    if (this.endAt === this.next) {
+      this.ended = true;
+      this.sink.end();
+    }
+  }
+}
+
+/** Headers that describe one hop and are never relayed. */
+export const HOP_BY_HOP_HEADERS: ReadonlySet<string> = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+]);

@@ -1,0 +1,331 @@
+/**
+ * TunnelSession: one Durable Object per agent session (`ts_…`). It holds the agent's WebSocket through the
+ * hibernation API (heartbeats are answered without waking it), starts and stops the session's tunnels,
+ * and relays public requests to the agent as streams. State that must outlive hibernation (the session and
+ * its tunnels) is in storage; streams in flight keep the object awake and live in memory.
+ */
+
+import { DurableObject } from "cloudflare:workers";
+import type { Env } from "../env.ts";
+import { newId } from "../ids.ts";
+import { EdgeStreams } from "./edge-streams.ts";
+import { streamFailure } from "./errors.ts";
+import type { HostClaim } from "./host-object.ts";
+import { publicUrl, randomLabel, type PublicBase } from "./hostnames.ts";
+import {
+  CloseCode,
+  decodeFrame,
+  encodeFrame,
+  HEARTBEAT_PING,
+  HEARTBEAT_PONG,
+  ResetCode,
+  TunnelFailure,
+  type Frame,
+  type FrameOf,
+} from "./protocol.ts";
+import { addOnlineTunnel, removeOnlineTunnels, renewOnlineTunnels, type TunnelRecord } from "./registry-client.ts";
+import { validateTunnelStart } from "./tunnel-spec.ts";
+
+/** What the Worker tells a new session about itself. */
+export interface SessionInfo {
+  readonly sessionId: string;
+  readonly accountId: string;
+  readonly region: string;
+  readonly domain: string;
+  readonly publicBase: PublicBase;
+  readonly heartbeatMs: number;
+}
+
+interface SessionMeta extends SessionInfo {
+  readonly connectedAt: number;
+}
+
+interface SessionTunnel {
+  readonly id: string;
+  readonly name: string;
+  /** Public host label, for endpoint tunnels. */
+  readonly label?: string;
+}
+
+export const CONNECT_PATH = "/connect";
+export const RELAY_PATH = "/relay";
+/** The relay answer header that says the tunnel is not (or no longer) served by this session. */
+export const OFFLINE_HEADER = "x-tollgate-tunnel-offline";
+export const SESSION_INFO_HEADER = "x-tollgate-session-info";
+/** A session is dead after this many heartbeat intervals without a ping or frame. */
+const MISSED_HEARTBEATS = 3;
+/** Registry leases outlast a few missed renewals. */
+const LEASE_HEARTBEATS = 4;
+const META_KEY = "meta";
+const TUNNEL_PREFIX = "tunnel:";
+const RANDOM_LABEL_ATTEMPTS = 4;
+
+export class TunnelSession extends DurableObject<Env> {
+  private readonly streams: EdgeStreams;
+  private lastFrameAt = 0;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(HEARTBEAT_PING, HEARTBEAT_PONG));
+    this.streams = new EdgeStreams({
+      send: (frame) => this.send(frame),
+      failureResponse: (failure, host) => streamFailure(failure.code, failure.message, host).toResponse(),
+    });
+  }
+
+  override async fetch(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    if (url.pathname === CONNECT_PATH) return this.acceptAgent(request);
+    if (url.pathname === RELAY_PATH) return this.relay(request, url);
+    return new Response("unknown session path", { status: 404 });
+  }
+
+  /** RPC for TunnelHost: does this session serve the tunnel right now? */
+  servesTunnel(tunnelId: string): boolean {
+    return this.socket() !== undefined && this.ctx.storage.kv.get(TUNNEL_PREFIX + tunnelId) !== undefined;
+  }
+
+  override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    this.lastFrameAt = Date.now();
+    if (typeof message === "string") {
+      if (message === HEARTBEAT_PING) ws.send(HEARTBEAT_PONG);
+      else await this.protocolError(ws, "text messages other than heartbeats are not part of the protocol");
+      return;
+    }
+    const decoded = decodeFrame(message);
+    if (!decoded.ok) return this.protocolError(ws, decoded.error);
+    const frame = decoded.frame;
+    switch (frame.type) {
+      case "hello":
+        return this.hello();
+      case "start_tunnel":
+        return this.startTunnel(frame);
+      case "stop_tunnel":
+        return this.stopTunnel(frame);
+      case "response_head":
+      case "data":
+      case "end":
+      case "window":
+      case "reset":
+        this.streams.onFrame(frame);
+        return;
+      default:
+        return this.protocolError(ws, `${frame.type} frames are sent by the edge, not by the agent`);
+    }
+  }
+
+  override async webSocketClose(): Promise<void> {
+    await this.endSession("the agent closed its session");
+  }
+
+  override async webSocketError(): Promise<void> {
+    await this.endSession("the agent's connection failed");
+  }
+
+  override async alarm(): Promise<void> {
+    const meta = this.meta();
+    if (!meta) return;
+    const ws = this.socket();
+    if (!ws) return this.endSession("the agent's connection is gone");
+    const lastPing = this.ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? 0;
+    const lastSeen = Math.max(lastPing, this.lastFrameAt, meta.connectedAt);
+    if (Date.now() - lastSeen > meta.heartbeatMs * MISSED_HEARTBEATS) {
+      closeQuietly(ws, CloseCode.heartbeatTimeout, "no heartbeat from the agent");
+      return this.endSession("the agent stopped answering heartbeats");
+    }
+    if (this.tunnels().length > 0) await renewOnlineTunnels(this.env, meta.accountId, meta.sessionId, meta.heartbeatMs * LEASE_HEARTBEATS);
+    await this.ctx.storage.setAlarm(Date.now() + meta.heartbeatMs);
+  }
+
+  private async acceptAgent(request: Request): Promise<Response> {
+    const info = JSON.parse(request.headers.get(SESSION_INFO_HEADER) ?? "null") as SessionInfo | null;
+    if (!info) return new Response("missing session info", { status: 400 });
+    for (const old of this.ctx.getWebSockets()) closeQuietly(old, CloseCode.sessionReplaced, "replaced by a new connection");
+    const [client, server] = Object.values(new WebSocketPair());
+    this.ctx.acceptWebSocket(server);
+    const meta: SessionMeta = { ...info, connectedAt: Date.now() };
+    this.ctx.storage.kv.put(META_KEY, meta);
+    await this.ctx.storage.setAlarm(Date.now() + meta.heartbeatMs);
+    return new Response(null, { status: 101, webSocket: client });
+  }
+
+  private async relay(request: Request, url: URL): Promise<Response> {
+    const tunnelId = url.searchParams.get("tunnel") ?? "";
+    if (!this.socket() || !this.ctx.storage.kv.get(TUNNEL_PREFIX + tunnelId)) {
+      await request.body?.cancel();
+      return new Response(null, { status: 404, headers: { [OFFLINE_HEADER]: "1" } });
+    }
+    return this.streams.open({
+      tunnelId,
+      method: request.method,
+      target: url.searchParams.get("target") ?? "/",
+      headers: request.headers,
+      clientAddr: url.searchParams.get("client") ?? "",
+      scheme: url.searchParams.get("scheme") ?? "http",
+      host: url.searchParams.get("host") ?? "",
+      body: request.body,
+    });
+  }
+
+  private hello(): void {
+    const meta = this.meta();
+    if (!meta) return;
+    this.send({ type: "welcome", session_id: meta.sessionId, region: meta.region, heartbeat_ms: meta.heartbeatMs });
+  }
+
+  private async startTunnel(frame: FrameOf<"start_tunnel">): Promise<void> {
+    const meta = this.meta();
+    const failed = (code: string, message: string) => this.send({ type: "tunnel_failed", request_id: frame.request_id, code, message });
+    if (!meta) return failed(TunnelFailure.internal, "the session is not set up; reconnect");
+    const checked = validateTunnelStart(frame);
+    if (!checked.ok) return failed(checked.code, checked.message);
+    const spec = checked.spec;
+
+    const id = newId("tn");
+    const startedAt = new Date().toISOString();
+    const base = { id, started_at: startedAt, region: meta.region, tunnel_session: { id: meta.sessionId }, forwards_to: spec.forwardsTo };
+    // Known to the session before its host is claimed, so a public request racing the start finds it.
+    this.ctx.storage.kv.put(TUNNEL_PREFIX + id, { id, name: spec.name } satisfies SessionTunnel);
+    let record: TunnelRecord;
+    let label: string | undefined;
+    if (spec.kind === "endpoint") {
+      const claim: HostClaim = { accountId: meta.accountId, sessionId: meta.sessionId, tunnelId: id, trafficPolicy: spec.trafficPolicy };
+      label = await this.claimHost(claim, spec.subdomain);
+      if (!label) {
+        this.ctx.storage.kv.delete(TUNNEL_PREFIX + id);
+        return failed(
+          TunnelFailure.subdomainInUse,
+          spec.subdomain ? `subdomain '${spec.subdomain}' is in use by another online tunnel` : "could not find a free host name; try again",
+        );
+      }
+      record = {
+        ...base,
+        public_url: publicUrl(label, meta.domain, meta.publicBase),
+        proto: meta.publicBase.scheme,
+        endpoint: { id: newId("ep") },
+        ...(spec.metadata !== undefined ? { metadata: spec.metadata } : {}),
+      };
+    } else {
+      record = {
+        ...base,
+        labels: { ...spec.labels },
+        backends: [{ id: await backendId(meta.accountId, spec.labels ?? {}) }],
+        ...(spec.metadata !== undefined ? { metadata: spec.metadata } : {}),
+      };
+    }
+    const tunnel: SessionTunnel = { id, name: spec.name, label };
+    this.ctx.storage.kv.put(TUNNEL_PREFIX + id, tunnel);
+    await addOnlineTunnel(this.env, meta.accountId, meta.sessionId, record, meta.heartbeatMs * LEASE_HEARTBEATS);
+    if (!this.socket()) {
+      // the session ended while the tunnel was being set up: undo what endSession could not see
+      await this.dropTunnel(meta, tunnel);
+      return;
+    }
+    this.send({
+      type: "tunnel_started",
+      request_id: frame.request_id,
+      tunnel: { id, name: spec.name, public_url: record.public_url, proto: record.proto, subdomain: label, started_at: startedAt },
+    });
+  }
+
+  private async stopTunnel(frame: FrameOf<"stop_tunnel">): Promise<void> {
+    const meta = this.meta();
+    const tunnel = this.ctx.storage.kv.get<SessionTunnel>(TUNNEL_PREFIX + frame.tunnel_id);
+    if (meta && tunnel) await this.dropTunnel(meta, tunnel);
+    this.send({ type: "tunnel_stopped", request_id: frame.request_id, tunnel_id: frame.tunnel_id, reason: tunnel ? "stopped by the agent" : "not running" });
+  }
+
+  /** Claims the wanted subdomain, or a random free label; undefined when none could be had. */
+  private async claimHost(claim: HostClaim, subdomain: string | undefined): Promise<string | undefined> {
+    const candidates = subdomain ? [subdomain] : Array.from({ length: RANDOM_LABEL_ATTEMPTS }, () => randomLabel());
+    for (const label of candidates) {
+      const result = await hostObject(this.env, label).claim(claim);
+      if (result.ok) return label;
+    }
+    return undefined;
+  }
+
+  private async dropTunnel(meta: SessionMeta, tunnel: SessionTunnel): Promise<void> {
+    this.ctx.storage.kv.delete(TUNNEL_PREFIX + tunnel.id);
+    this.streams.failTunnel(tunnel.id, { code: ResetCode.unknownTunnel, message: "the tunnel was stopped" });
+    await Promise.allSettled([
+      tunnel.label ? hostObject(this.env, tunnel.label).release(tunnel.id) : Promise.resolve(),
+      removeOnlineTunnels(this.env, meta.accountId, meta.sessionId, [tunnel.id]),
+    ]);
+  }
+
+  /** Takes every tunnel of the session offline and forgets the session. */
+  private async endSession(reason: string): Promise<void> {
+    this.streams.failAll({ code: "agent_disconnected", message: reason });
+    const meta = this.meta();
+    const tunnels = this.tunnels();
+    for (const tunnel of tunnels) this.ctx.storage.kv.delete(TUNNEL_PREFIX + tunnel.id);
+    this.ctx.storage.kv.delete(META_KEY);
+    await this.ctx.storage.deleteAlarm();
+    if (!meta) return;
+    await Promise.allSettled([
+      ...tunnels.filter((tunnel) => tunnel.label).map((tunnel) => hostObject(this.env, tunnel.label!).release(tunnel.id)),
+      removeOnlineTunnels(this.env, meta.accountId, meta.sessionId),
+    ]);
+  }
+
+  private async protocolError(ws: WebSocket, message: string): Promise<void> {
+    closeQuietly(ws, CloseCode.protocolError, `protocol error: ${message}`);
+    await this.endSession(`protocol error: ${message}`);
+  }
+
+  private send(frame: Frame): void {
+    const ws = this.socket();
+    if (!ws) return;
+    try {
+      ws.send(encodeFrame(frame));
+    } catch {
+      // the socket is closing; its close handler ends the session
+    }
+  }
+
+  private socket(): WebSocket | undefined {
+    return this.ctx.getWebSockets().find((ws) => ws.readyState === WebSocket.OPEN);
+  }
+
+  private meta(): SessionMeta | undefined {
+    return this.ctx.storage.kv.get<SessionMeta>(META_KEY);
+  }
+
+  private tunnels(): SessionTunnel[] {
+    return [...this.ctx.storage.kv.list<SessionTunnel>({ prefix: TUNNEL_PREFIX })].map(([, tunnel]) => tunnel);
+  }
+}
+
+function hostObject(env: Env, label: string) {
+  return env.TUNNEL_HOST.get(env.TUNNEL_HOST.idFromName(label));
+}
+
+function closeQuietly(ws: WebSocket, code: number, reason: string): void {
+  try {
+    ws.close(code, truncateReason(reason));
+  } catch {
+    // already closed
+  }
+}
+
+/** Close reasons are limited to 123 bytes. */
+function truncateReason(reason: string): string {
+  const bytes = new TextEncoder().encode(reason);
+  return bytes.byteLength <= 123 ? reason : new TextDecoder().decode(bytes.subarray(0, 120)).replace(/\uFFFD$/, "") + "…";
+}
+
+/** Tunnel group backends are shared by tunnels with the same labels, so the id is derived from them. */
+async function backendId(accountId: string, labels: Readonly<Record<string, string>>): Promise<string> {
+  const canonical = JSON.stringify([accountId, Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))]);
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(canonical)));
+  const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+  let value = 0n;
+  for (const byte of digest.subarray(0, 20)) value = (value << 8n) | BigInt(byte);
+  let body = "";
+  while (value > 0n) {
+    body = alphabet[Number(value % 62n)] + body;
+    value /= 62n;
+  }
+  return `bkdtg_${body.padStart(27, "0").slice(-27)}`;
+}
