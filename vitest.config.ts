@@ -12,6 +12,23 @@ export default defineConfig({
         },
       },
       {
+        test: {
+          name: "agent",
+          environment: "node",
+          include: ["test/agent/**/*.test.ts"],
+        },
+      },
+      {
+        // The Worker under `wrangler dev`, the agent and a local upstream, for real (one edge per file).
+        test: {
+          name: "e2e",
+          environment: "node",
+          include: ["test/e2e/**/*.test.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
         plugins: [
           cloudflareTest({
             main: "./src/worker.ts",

@@ -1,0 +1,97 @@
+/** The local agent, put together: edge session, forwarder, tunnels and the agent API. */
+
+import type { Hono } from "hono";
+import { createAgentApi } from "./api/app.ts";
+import { splitHostPort, startApiServer, type ApiServer } from "./api/server.ts";
+import type { BackoffOptions } from "./edge/backoff.ts";
+import { EdgeSession } from "./edge/edge-session.ts";
+import { LocalForwarder } from "./edge/local-forwarder.ts";
+import type { AgentConfig, TunnelDefinition } from "./settings/schema.ts";
+import { TunnelManager, type Tunnel } from "./tunnels/tunnel-manager.ts";
+import { AGENT_VERSION } from "./version.ts";
+
+export interface AgentOptions {
+  readonly config: AgentConfig;
+  /** Tunnels to open once the session is online. */
+  readonly tunnels?: ReadonlyArray<{ name: string; definition: TunnelDefinition }>;
+  /** Routes to add to the agent API (request capture, inspector). */
+  readonly apiMounts?: ReadonlyArray<(app: Hono) => void>;
+  readonly backoff?: BackoffOptions;
+  readonly connectTimeoutMs?: number;
+  readonly responseTimeoutMs?: number;
+}
+
+export interface Agent {
+  readonly version: string;
+  readonly config: AgentConfig;
+  readonly session: EdgeSession;
+  readonly tunnels: TunnelManager;
+  readonly forwarder: LocalForwarder;
+  /** The agent API's base URL, when web_addr is not false. */
+  readonly apiUrl: string | undefined;
+  /** Settles once the session is online and the start-up tunnels are open; rejects on a refusal. */
+  readonly ready: Promise<Tunnel[]>;
+  /** Stops the tunnels, closes the session and the agent API. */
+  stop(): Promise<void>;
+}
+
+export async function startAgent(options: AgentOptions): Promise<Agent> {
+  const { config } = options;
+  let tunnels!: TunnelManager;
+  const forwarder: LocalForwarder = new LocalForwarder({
+    send: (frame) => session.send(frame),
+    lookup: (tunnelId) => tunnels.lookup(tunnelId),
+    sessionKey: () => session.status.sessionId ?? "offline",
+    connectTimeoutMs: options.connectTimeoutMs,
+    responseTimeoutMs: options.responseTimeoutMs,
+  });
+  const session: EdgeSession = new EdgeSession({
+    serverAddr: config.server_addr,
+    apiKey: config.api_key,
+    agentVersion: AGENT_VERSION,
+    metadata: config.metadata,
+    backoff: options.backoff,
+    onStreamFrame: (frame) => forwarder.onFrame(frame),
+    onDisconnect: (reason) => {
+      forwarder.abortAll(reason);
+      tunnels.disconnected(reason);
+    },
+    onTunnelStopped: (tunnelId, reason) => tunnels.stoppedByEdge(tunnelId, reason),
+  });
+  tunnels = new TunnelManager({ session, metadata: config.metadata });
+
+  let api: ApiServer | undefined;
+  if (config.web_addr !== false) {
+    const app = createAgentApi(
+      { version: AGENT_VERSION, serverAddr: config.server_addr, session, tunnels },
+      { allowHosts: config.web_allow_hosts, listenHost: splitHostPort(config.web_addr).host, mounts: options.apiMounts },
+    );
+    api = await startApiServer(app, config.web_addr);
+  }
+
+  session.start();
+  const ready = (async () => {
+    await session.waitOnline();
+    const started: Tunnel[] = [];
+    for (const { name, definition } of options.tunnels ?? []) started.push(await tunnels.start(name, definition, { whenOnline: true }));
+    return started;
+  })();
+  ready.catch(() => undefined); // the caller decides; an unobserved rejection must not crash the process
+
+  let stopping: Promise<void> | undefined;
+  return {
+    version: AGENT_VERSION,
+    config,
+    session,
+    tunnels,
+    forwarder,
+    apiUrl: api?.url,
+    ready,
+    stop: () =>
+      (stopping ??= (async () => {
+        await tunnels.stopAll();
+        await session.close();
+        await api?.close();
+      })()),
+  };
+}

@@ -1,0 +1,324 @@
+/**
+ * The agent's session with the edge: one WebSocket to the agent endpoint, authenticated with the API key.
+ * It says hello, keeps the session alive with heartbeats (and measures latency with them), answers
+ * start/stop requests, hands stream frames to the forwarder, and reconnects with backoff when the edge
+ * goes away — except when the edge refused the key, which retrying cannot fix.
+ */
+
+import WebSocket from "ws";
+import {
+  AGENT_SESSION_PATH,
+  decodeFrame,
+  encodeFrame,
+  HEARTBEAT_PING,
+  HEARTBEAT_PONG,
+  PROTOCOL_VERSION,
+  type Frame,
+  type FrameOf,
+  type StreamFrame,
+} from "../../tunnels/protocol.ts";
+import { backoffDelay, type BackoffOptions } from "./backoff.ts";
+
+export type SessionState = "connecting" | "online" | "reconnecting" | "refused" | "closed";
+
+export interface SessionStatus {
+  readonly state: SessionState;
+  readonly sessionId?: string;
+  readonly region?: string;
+  /** Round trip of the last heartbeat. */
+  readonly latencyMs?: number;
+  readonly connectedAt?: Date;
+  /** Sessions opened after the first. */
+  readonly reconnects: number;
+  readonly lastError?: string;
+  readonly nextAttemptAt?: Date;
+}
+
+/** The edge said no: to a connection (its HTTP answer) or to a tunnel (a tunnel_failed frame). */
+export class EdgeRefusal extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly httpStatus?: number,
+  ) {
+    super(message);
+    this.name = "EdgeRefusal";
+  }
+}
+
+export interface EdgeSessionOptions {
+  readonly serverAddr: string;
+  readonly apiKey: string;
+  readonly agentVersion: string;
+  readonly metadata?: string;
+  readonly backoff?: BackoffOptions;
+  /** How long to wait for the edge to answer hello, start or stop (default 15 s). */
+  readonly requestTimeoutMs?: number;
+  onStreamFrame(frame: StreamFrame): void;
+  /** The connection is gone: streams in flight cannot finish. */
+  onDisconnect(reason: string): void;
+  /** The edge took a tunnel offline on its own. */
+  onTunnelStopped?(tunnelId: string, reason: string): void;
+}
+
+type StartRequest = Omit<FrameOf<"start_tunnel">, "type" | "request_id">;
+export type StartedTunnel = FrameOf<"tunnel_started">["tunnel"];
+
+interface Pending {
+  resolve(frame: Frame): void;
+  reject(error: Error): void;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+/** ws(s)://host/__tollgate/agent for a server_addr of http(s)://host or ws(s)://host. */
+export function agentEndpoint(serverAddr: string): string {
+  const url = new URL(serverAddr);
+  url.protocol = url.protocol === "https:" || url.protocol === "wss:" ? "wss:" : "ws:";
+  url.pathname = AGENT_SESSION_PATH;
+  return url.toString();
+}
+
+const REFUSAL_STATUSES = new Set([400, 401, 403]);
+
+export class EdgeSession {
+  private current: SessionStatus = { state: "connecting", reconnects: 0 };
+  private ws: WebSocket | undefined;
+  private readonly pending = new Map<number, Pending>();
+  private readonly listeners = new Set<(status: SessionStatus) => void>();
+  private readonly onlineListeners = new Set<() => void>();
+  private requestIds = 0;
+  private attempt = 0;
+  private stopped = false;
+  private retryTimer: ReturnType<typeof setTimeout> | undefined;
+  private heartbeatTimer: ReturnType<typeof setInterval> | undefined;
+  private lastSeen = 0;
+  private pingSentAt = 0;
+  private everOnline = false;
+
+  constructor(private readonly options: EdgeSessionOptions) {}
+
+  get status(): SessionStatus {
+    return this.current;
+  }
+
+  /** Calls `listener` on every status change; returns the unsubscribe function. */
+  onStatus(listener: (status: SessionStatus) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Calls `listener` each time a session comes online (the first time and after every reconnect). */
+  onOnline(listener: () => void): () => void {
+    this.onlineListeners.add(listener);
+    return () => this.onlineListeners.delete(listener);
+  }
+
+  /** Connects, and keeps reconnecting until close() or a refusal. */
+  start(): void {
+    this.connect();
+  }
+
+  /** Resolves once online; rejects if the edge refuses the agent or the session is closed first. */
+  waitOnline(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const check = (status: SessionStatus) => {
+        if (status.state === "online") resolve();
+        else if (status.state === "refused") reject(new EdgeRefusal("refused", status.lastError ?? "the edge refused the agent"));
+        else if (status.state === "closed") reject(new Error("the agent is shutting down"));
+        else return false;
+        return true;
+      };
+      if (check(this.current)) return;
+      const off = this.onStatus((status) => {
+        if (check(status)) off();
+      });
+    });
+  }
+
+  async startTunnel(request: StartRequest): Promise<StartedTunnel> {
+    const answer = await this.request((request_id) => ({ type: "start_tunnel", request_id, ...request }));
+    if (answer.type === "tunnel_started") return answer.tunnel;
+    if (answer.type === "tunnel_failed") throw new EdgeRefusal(answer.code, answer.message);
+    throw new Error(`unexpected answer ${answer.type} to start_tunnel`);
+  }
+
+  async stopTunnel(tunnelId: string): Promise<void> {
+    await this.request((request_id) => ({ type: "stop_tunnel", request_id, tunnel_id: tunnelId }));
+  }
+
+  send(frame: Frame): void {
+    if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(encodeFrame(frame));
+  }
+
+  /** Ends the session for good (Ctrl-C): a normal close, so the edge takes the tunnels offline at once. */
+  async close(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    clearInterval(this.heartbeatTimer);
+    const ws = this.ws;
+    if (ws && ws.readyState !== WebSocket.CLOSED) {
+      const closed = new Promise<void>((resolve) => ws.once("close", () => resolve()));
+      ws.close(1000, "agent shutting down");
+      const timer = setTimeout(() => ws.terminate(), 2000);
+      await closed;
+      clearTimeout(timer);
+    }
+    this.update({ state: "closed" });
+  }
+
+  private request(build: (requestId: number) => Frame): Promise<Frame> {
+    if (this.current.state !== "online" || this.ws?.readyState !== WebSocket.OPEN) {
+      return Promise.reject(new EdgeRefusal("offline", `not connected to the edge (${this.current.state})`));
+    }
+    const requestId = ++this.requestIds;
+    return new Promise<Frame>((resolve, reject) => {
+      const timeoutMs = this.options.requestTimeoutMs ?? 15_000;
+      const timer = setTimeout(() => {
+        this.pending.delete(requestId);
+        reject(new EdgeRefusal("timeout", `the edge did not answer within ${timeoutMs / 1000} s`));
+      }, timeoutMs);
+      this.pending.set(requestId, { resolve, reject, timer });
+      this.send(build(requestId));
+    });
+  }
+
+  private update(change: Partial<SessionStatus>): void {
+    this.current = { ...this.current, ...change };
+    for (const listener of this.listeners) listener(this.current);
+  }
+
+  private connect(): void {
+    if (this.stopped) return;
+    this.update({ state: this.everOnline ? "reconnecting" : "connecting", nextAttemptAt: undefined });
+    const ws = new WebSocket(agentEndpoint(this.options.serverAddr), {
+      headers: {
+        authorization: `Bearer ${this.options.apiKey}`,
+        "tollgate-protocol": String(PROTOCOL_VERSION),
+        "user-agent": `tollgate-agent/${this.options.agentVersion}`,
+      },
+      handshakeTimeout: 10_000,
+      perMessageDeflate: false,
+    });
+    this.ws = ws;
+    let refusal: { message: string; status: number } | undefined;
+
+    ws.on("unexpected-response", (_request, response) => {
+      const chunks: Buffer[] = [];
+      response.on("data", (chunk: Buffer) => chunks.push(chunk));
+      response.on("end", () => {
+        const text = Buffer.concat(chunks).toString("utf8");
+        let message = `HTTP ${response.statusCode}`;
+        try {
+          const body = JSON.parse(text) as { msg?: string; error_code?: string };
+          if (body.msg) message = `${body.msg}${body.error_code ? ` (${body.error_code})` : ""}`;
+        } catch {
+          if (text.trim()) message = `HTTP ${response.statusCode}: ${text.trim().slice(0, 200)}`;
+        }
+        refusal = { message, status: response.statusCode ?? 0 };
+        ws.terminate();
+      });
+    });
+    ws.on("open", () => {
+      this.lastSeen = Date.now();
+      this.send({ type: "hello", agent_version: this.options.agentVersion, metadata: this.options.metadata, os: `${process.platform}/${process.arch}` });
+    });
+    ws.on("message", (data: Buffer, isBinary: boolean) => this.onMessage(ws, data, isBinary));
+    ws.on("error", (error) => {
+      this.current = { ...this.current, lastError: error.message };
+    });
+    ws.on("close", (code, reason) => {
+      if (this.ws !== ws) return;
+      const why = refusal
+        ? `the edge refused the agent: ${refusal.message}`
+        : this.current.lastError && code === 1006
+          ? this.current.lastError
+          : `connection closed (${code}${reason.length ? ` ${reason.toString()}` : ""})`;
+      this.dropped(why, refusal !== undefined && REFUSAL_STATUSES.has(refusal.status));
+    });
+  }
+
+  private onMessage(ws: WebSocket, data: Buffer, isBinary: boolean): void {
+    this.lastSeen = Date.now();
+    if (!isBinary) {
+      if (data.toString() === HEARTBEAT_PONG && this.pingSentAt > 0) this.update({ latencyMs: Date.now() - this.pingSentAt });
+      return;
+    }
+    const decoded = decodeFrame(data);
+    if (!decoded.ok) {
+      ws.close(1002, `protocol error: ${decoded.error}`.slice(0, 120));
+      return;
+    }
+    const frame = decoded.frame;
+    switch (frame.type) {
+      case "welcome":
+        this.attempt = 0;
+        this.update({
+          state: "online",
+          sessionId: frame.session_id,
+          region: frame.region,
+          connectedAt: new Date(),
+          reconnects: this.everOnline ? this.current.reconnects + 1 : 0,
+          lastError: undefined,
+        });
+        this.everOnline = true;
+        this.startHeartbeat(ws, frame.heartbeat_ms);
+        for (const listener of this.onlineListeners) listener();
+        return;
+      case "tunnel_started":
+      case "tunnel_failed":
+        return this.settle(frame.request_id, frame);
+      case "tunnel_stopped":
+        if (frame.request_id !== undefined && this.pending.has(frame.request_id)) return this.settle(frame.request_id, frame);
+        this.options.onTunnelStopped?.(frame.tunnel_id, frame.reason);
+        return;
+      case "request_head":
+      case "data":
+      case "end":
+      case "window":
+      case "reset":
+        this.options.onStreamFrame(frame);
+        return;
+      default:
+        ws.close(1002, `protocol error: ${frame.type} is sent by the agent, not the edge`);
+    }
+  }
+
+  private settle(requestId: number, frame: Frame): void {
+    const pending = this.pending.get(requestId);
+    if (!pending) return;
+    this.pending.delete(requestId);
+    clearTimeout(pending.timer);
+    pending.resolve(frame);
+  }
+
+  private startHeartbeat(ws: WebSocket, intervalMs: number): void {
+    clearInterval(this.heartbeatTimer);
+    this.heartbeatTimer = setInterval(() => {
+      if (Date.now() - this.lastSeen > intervalMs * 3) {
+        this.current = { ...this.current, lastError: `no answer from the edge for ${Math.round((Date.now() - this.lastSeen) / 1000)} s` };
+        ws.terminate();
+        return;
+      }
+      this.pingSentAt = Date.now();
+      if (ws.readyState === WebSocket.OPEN) ws.send(HEARTBEAT_PING);
+    }, intervalMs);
+    this.heartbeatTimer.unref?.();
+  }
+
+  private dropped(reason: string, refused: boolean): void {
+    clearInterval(this.heartbeatTimer);
+    this.ws = undefined;
+    for (const [id, pending] of this.pending) {
+      clearTimeout(pending.timer);
+      pending.reject(new EdgeRefusal("disconnected", `the connection to the edge was lost: ${reason}`));
+      this.pending.delete(id);
+    }
+    this.options.onDisconnect(reason);
+    if (this.stopped) return this.update({ state: "closed", lastError: reason });
+    if (refused) return this.update({ state: "refused", lastError: reason });
+    this.attempt++;
+    const delay = backoffDelay(this.attempt, this.options.backoff);
+    this.update({ state: this.everOnline ? "reconnecting" : "connecting", lastError: reason, nextAttemptAt: new Date(Date.now() + delay) });
+    this.retryTimer = setTimeout(() => this.connect(), delay);
+  }
+}

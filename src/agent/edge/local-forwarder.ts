@@ -1,0 +1,291 @@
+/**
+ * The agent end of relayed exchanges: each stream from the edge becomes one HTTP request to the tunnel's
+ * local address. Request body bytes are acknowledged once written to the local socket; response body
+ * bytes go out no faster than the edge's window allows, pausing the local response while it is closed.
+ * A local service that refuses or does not answer in time ends the stream with a reset the edge turns
+ * into a 502 for the public client.
+ */
+
+import http from "node:http";
+import https from "node:https";
+import {
+  DataSequence,
+  HOP_BY_HOP_HEADERS,
+  INITIAL_STREAM_WINDOW,
+  OrderedReceiver,
+  ResetCode,
+  type Frame,
+  type FrameOf,
+  type StreamFrame,
+} from "../../tunnels/protocol.ts";
+import { combineObservers, type ExchangeInfo, type ExchangeObserver, type ExchangeTap } from "./exchange.ts";
+
+/** What the forwarder needs to know about a tunnel. */
+export interface LocalTunnel {
+  readonly id: string;
+  readonly name: string;
+  readonly url: URL;
+  readonly inspect: boolean;
+  readonly taps: readonly ExchangeTap[];
+}
+
+export interface ForwarderOptions {
+  send(frame: Frame): void;
+  lookup(tunnelId: string): LocalTunnel | undefined;
+  /** Prefix of exchange keys (the session id), so keys stay unique across reconnects. */
+  sessionKey(): string;
+  /** Time to connect to the local address (default 10 s). */
+  connectTimeoutMs?: number;
+  /** Time for the local service to send its response head (default 60 s). */
+  responseTimeoutMs?: number;
+}
+
+const keepAlive = { http: new http.Agent({ keepAlive: true, maxSockets: 256 }), https: new https.Agent({ keepAlive: true, maxSockets: 256 }) };
+const UNREACHABLE = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", "EADDRNOTAVAIL"]);
+
+class AgentStream {
+  sendWindow = INITIAL_STREAM_WINDOW;
+  closed = false;
+  responded = false;
+  responseDone = false;
+  endSent = false;
+  readonly queue: Array<FrameOf<"data">> = [];
+  readonly outbound: DataSequence;
+  inbound!: OrderedReceiver;
+  request?: http.ClientRequest;
+  response?: http.IncomingMessage;
+  timers: Array<ReturnType<typeof setTimeout>> = [];
+
+  constructor(
+    readonly id: number,
+    readonly tunnel: LocalTunnel,
+    readonly observer: ExchangeObserver,
+    readonly startNs: bigint,
+  ) {
+    this.outbound = new DataSequence(id);
+  }
+
+  clearTimers(): void {
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers = [];
+  }
+}
+
+export class LocalForwarder {
+  private readonly streams = new Map<number, AgentStream>();
+  private readonly connectTimeoutMs: number;
+  private readonly responseTimeoutMs: number;
+
+  constructor(private readonly options: ForwarderOptions) {
+    this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
+    this.responseTimeoutMs = options.responseTimeoutMs ?? 60_000;
+  }
+
+  get size(): number {
+    return this.streams.size;
+  }
+
+  onFrame(frame: StreamFrame): void {
+    if (frame.type === "request_head") return this.open(frame);
+    const stream = this.streams.get(frame.stream);
+    if (!stream) return;
+    switch (frame.type) {
+      case "data":
+        if (!stream.inbound.data(frame.seq, frame.bytes)) this.reset(stream, ResetCode.protocolError, `data frame ${frame.seq} repeated or past the end`);
+        return;
+      case "end":
+        if (!stream.inbound.end(frame.count)) this.reset(stream, ResetCode.protocolError, `end after ${frame.count} data frames contradicts the frames sent`);
+        return;
+      case "window":
+        stream.sendWindow += frame.increment;
+        this.pump(stream);
+        return;
+      case "reset":
+        return this.close(stream, { code: frame.code, message: frame.message });
+      case "response_head":
+        return this.reset(stream, ResetCode.protocolError, "response_head is sent by the agent, not the edge");
+    }
+  }
+
+  /** Ends every stream (the session is gone). */
+  abortAll(message: string): void {
+    for (const stream of [...this.streams.values()]) this.close(stream, { code: "agent_disconnected", message });
+  }
+
+  private open(head: FrameOf<"request_head">): void {
+    const tunnel = this.options.lookup(head.tunnel_id);
+    if (!tunnel) {
+      this.options.send({ type: "reset", stream: head.stream, code: ResetCode.unknownTunnel, message: `tunnel ${head.tunnel_id} is not open on this agent` });
+      return;
+    }
+    const headers = relayedHeaders(head);
+    const startNs = process.hrtime.bigint();
+    const info: ExchangeInfo = {
+      key: `${this.options.sessionKey()}:${head.stream}`,
+      tunnelName: tunnel.name,
+      tunnelId: tunnel.id,
+      inspect: tunnel.inspect,
+      start: new Date(),
+      startNs,
+      method: head.method,
+      target: head.target,
+      headers,
+      remoteAddr: head.client_addr,
+      scheme: head.scheme,
+    };
+    const stream = new AgentStream(head.stream, tunnel, combineObservers(tunnel.taps.map((tap) => tap.open(info))), startNs);
+    this.streams.set(head.stream, stream);
+
+    const url = tunnel.url;
+    const secure = url.protocol === "https:";
+    const request = (secure ? https : http).request({
+      protocol: url.protocol,
+      hostname: url.hostname.replace(/^\[|\]$/g, ""),
+      port: url.port || (secure ? 443 : 80),
+      method: head.method,
+      path: head.target,
+      headers: headers.flat(),
+      setHost: false,
+      agent: secure ? keepAlive.https : keepAlive.http,
+      // Local development servers commonly use self-signed certificates.
+      rejectUnauthorized: false,
+    });
+    stream.request = request;
+
+    request.on("socket", (socket) => {
+      if (!socket.connecting) return;
+      const timer = setTimeout(() => {
+        this.reset(stream, ResetCode.upstreamTimeout, `could not connect to ${url.origin} within ${this.connectTimeoutMs / 1000} s`);
+      }, this.connectTimeoutMs);
+      stream.timers.push(timer);
+      socket.once("connect", () => clearTimeout(timer));
+    });
+    stream.timers.push(
+      setTimeout(() => {
+        if (!stream.responded) this.reset(stream, ResetCode.upstreamTimeout, `${url.origin} did not answer within ${this.responseTimeoutMs / 1000} s`);
+      }, this.responseTimeoutMs),
+    );
+    request.on("error", (error: NodeJS.ErrnoException) => {
+      if (stream.closed) return;
+      if (!stream.responded && error.code && UNREACHABLE.has(error.code)) {
+        this.reset(stream, ResetCode.upstreamUnreachable, `could not connect to ${url.origin}: ${error.message}`);
+      } else {
+        this.reset(stream, ResetCode.upstreamError, `the request to ${url.origin} failed: ${error.message}`);
+      }
+    });
+    request.on("response", (response) => this.onResponse(stream, response));
+
+    stream.inbound = new OrderedReceiver(
+      {
+        data: (bytes) => {
+          stream.observer.onRequestBody?.(bytes);
+          request.write(bytes, () => {
+            if (!stream.closed) this.options.send({ type: "window", stream: stream.id, increment: bytes.byteLength });
+          });
+        },
+        end: () => {
+          stream.observer.onRequestEnd?.();
+          request.end();
+        },
+      },
+      { headFirst: false },
+    );
+  }
+
+  private onResponse(stream: AgentStream, response: http.IncomingMessage): void {
+    if (stream.closed) {
+      response.destroy();
+      return;
+    }
+    stream.responded = true;
+    stream.response = response;
+    stream.clearTimers();
+    const headers: Array<[string, string]> = [];
+    for (let i = 0; i + 1 < response.rawHeaders.length; i += 2) {
+      if (!HOP_BY_HOP_HEADERS.has(response.rawHeaders[i].toLowerCase())) headers.push([response.rawHeaders[i], response.rawHeaders[i + 1]]);
+    }
+    const status = response.statusCode ?? 502;
+    this.options.send({ type: "response_head", stream: stream.id, status, status_text: response.statusMessage ?? "", headers });
+    stream.observer.onResponseHead?.({ status, statusText: response.statusMessage ?? "", headers, httpVersion: response.httpVersion });
+    response.on("data", (chunk: Buffer) => {
+      if (stream.closed) return;
+      stream.observer.onResponseBody?.(chunk);
+      for (const frame of stream.outbound.frames(chunk)) stream.queue.push(frame);
+      this.pump(stream);
+    });
+    response.on("end", () => {
+      stream.responseDone = true;
+      this.pump(stream);
+    });
+    response.on("error", (error) => {
+      if (!stream.closed) this.reset(stream, ResetCode.upstreamError, `the response from ${stream.tunnel.url.origin} broke off: ${error.message}`);
+    });
+    response.on("aborted", () => {
+      if (!stream.closed && !stream.responseDone) this.reset(stream, ResetCode.upstreamError, `${stream.tunnel.url.origin} closed the connection mid-response`);
+    });
+  }
+
+  /** Sends queued response data the window allows; pauses the local response while the window is shut. */
+  private pump(stream: AgentStream): void {
+    if (stream.closed || !stream.response) return;
+    while (stream.queue.length > 0 && stream.sendWindow >= stream.queue[0].bytes.byteLength) {
+      const frame = stream.queue.shift()!;
+      stream.sendWindow -= frame.bytes.byteLength;
+      this.options.send(frame);
+    }
+    if (stream.queue.length > 0) stream.response.pause();
+    else if (!stream.responseDone) stream.response.resume();
+    if (stream.queue.length === 0 && stream.responseDone && !stream.endSent) {
+      stream.endSent = true;
+      this.options.send(stream.outbound.end());
+      stream.observer.onResponseEnd?.(process.hrtime.bigint() - stream.startNs);
+      this.close(stream);
+    }
+  }
+
+  /** The agent ends a stream: tells the edge, then closes it locally. */
+  private reset(stream: AgentStream, code: string, message: string): void {
+    if (stream.closed) return;
+    this.options.send({ type: "reset", stream: stream.id, code, message });
+    this.close(stream, { code, message });
+  }
+
+  private close(stream: AgentStream, error?: { code: string; message: string }): void {
+    if (stream.closed) return;
+    stream.closed = true;
+    stream.clearTimers();
+    this.streams.delete(stream.id);
+    if (error || !stream.request?.writableFinished) {
+      stream.request?.destroy();
+      stream.response?.destroy();
+    }
+    stream.observer.onClose?.({ error, durationNs: process.hrtime.bigint() - stream.startNs });
+  }
+}
+
+/** The request headers the local service gets: the public client's, plus X-Forwarded-For/-Proto/-Host. */
+function relayedHeaders(head: FrameOf<"request_head">): Array<[string, string]> {
+  const headers: Array<[string, string]> = [];
+  let host = "";
+  let forwardedFor: string | undefined;
+  for (const [name, value] of head.headers) {
+    const lower = name.toLowerCase();
+    if (HOP_BY_HOP_HEADERS.has(lower)) continue;
+    if (lower === "host") host = value;
+    if (lower === "x-forwarded-for") {
+      forwardedFor = forwardedFor ? `${forwardedFor}, ${value}` : value;
+      continue;
+    }
+    // the edge answered any `Expect: 100-continue` already; the body is on its way
+    if (lower === "x-forwarded-proto" || lower === "x-forwarded-host" || lower === "expect") continue;
+    headers.push([name, value]);
+  }
+  if (head.client_addr) {
+    const last = forwardedFor?.split(",").at(-1)?.trim();
+    forwardedFor = !forwardedFor ? head.client_addr : last === head.client_addr ? forwardedFor : `${forwardedFor}, ${head.client_addr}`;
+  }
+  if (forwardedFor) headers.push(["x-forwarded-for", forwardedFor]);
+  headers.push(["x-forwarded-proto", head.scheme]);
+  if (host) headers.push(["x-forwarded-host", host]);
+  return headers;
+}

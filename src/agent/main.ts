@@ -1,0 +1,22 @@
+/** Process wiring for the bin: argv, stdio, Ctrl-C (a second Ctrl-C exits at once), exit code. */
+
+import { runCli } from "./cli.ts";
+
+export async function main(): Promise<void> {
+  const controller = new AbortController();
+  let interrupted = 0;
+  const onSignal = () => {
+    if (++interrupted > 1) process.exit(130);
+    controller.abort();
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  const code = await runCli(process.argv.slice(2), {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    cwd: process.cwd(),
+    env: process.env,
+    signal: controller.signal,
+  });
+  process.exit(code);
+}

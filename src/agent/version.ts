@@ -1,0 +1,5 @@
+/** The agent's version: the package's. */
+
+import { readFileSync } from "node:fs";
+
+export const AGENT_VERSION: string = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;

@@ -1,0 +1,249 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { startAgent, type Agent } from "../../src/agent/agent.ts";
+import { parseAgentConfig } from "../../src/agent/settings/load.ts";
+import { INITIAL_STREAM_WINDOW } from "../../src/tunnels/protocol.ts";
+import { FakeEdge } from "./support/fake-edge.ts";
+import { ngrokClient, type NgrokClientError } from "./support/ngrok-client.ts";
+import { closedPort, patternBytes, sha256, startUpstream, type Upstream } from "./support/upstream.ts";
+
+let edge: FakeEdge;
+let upstream: Upstream;
+const agents: Agent[] = [];
+
+beforeAll(async () => {
+  edge = await FakeEdge.start();
+  upstream = await startUpstream();
+});
+
+afterAll(async () => {
+  await edge.close();
+  await upstream.close();
+});
+
+afterEach(async () => {
+  edge.refuse = undefined;
+  await Promise.all(agents.splice(0).map((agent) => agent.stop()));
+});
+
+async function agentWith(config: Record<string, unknown> = {}, options: Partial<Parameters<typeof startAgent>[0]> = {}): Promise<Agent> {
+  const parsed = parseAgentConfig({ server_addr: edge.url, web_addr: "127.0.0.1:0", ...config });
+  if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
+  const tunnels = Object.entries(parsed.config.tunnels).map(([name, definition]) => ({ name, definition }));
+  const agent = await startAgent({ config: parsed.config, tunnels, backoff: { initialMs: 50, maxMs: 200 }, ...options });
+  agents.push(agent);
+  return agent;
+}
+
+async function api(agent: Agent, path: string, init: RequestInit = {}): Promise<{ status: number; body: any }> {
+  const response = await fetch(`${agent.apiUrl}${path}`, init);
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : null };
+}
+
+const json = (body: unknown): RequestInit => ({ method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+
+async function until(check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe("agent API with the published ngrok client", () => {
+  it("starts, lists, details and stops tunnels", async () => {
+    const agent = await agentWith();
+    await agent.ready;
+    const client = ngrokClient(agent.apiUrl!);
+    const started = await client.startTunnel({ name: "web", proto: "http", addr: upstream.port });
+    expect(started).toMatchObject({
+      name: "web",
+      uri: "/api/tunnels/web",
+      public_url: expect.stringMatching(/^http:\/\/.+\.localhost:8787$/),
+      proto: "http",
+      config: { addr: `http://localhost:${upstream.port}`, inspect: true },
+      metrics: { conns: { count: 0, gauge: 0, rate1: 0, rate5: 0, rate15: 0, p50: 0, p90: 0, p95: 0, p99: 0 }, http: { count: 0 } },
+    });
+    expect((await client.listTunnels()).tunnels.map((tunnel) => tunnel.name)).toEqual(["web"]);
+    expect(await client.tunnelDetail("web")).toMatchObject({ name: "web", public_url: started.public_url });
+    expect(await client.stopTunnel("web")).toBe(true);
+    const error = (await client.tunnelDetail("web").catch((e: unknown) => e)) as NgrokClientError;
+    expect(error.response.statusCode).toBe(404);
+    expect(error.body).toMatchObject({ error_code: 100, status_code: 404, msg: "tunnel 'web' not found" });
+    expect((await client.listTunnels()).tunnels).toEqual([]);
+  });
+
+  it("answers an index and the session status", async () => {
+    const agent = await agentWith();
+    await agent.ready;
+    expect((await api(agent, "/api/")).body.resources.tunnels.uri).toBe("/api/tunnels");
+    const status = (await api(agent, "/api/status")).body;
+    expect(status).toMatchObject({ status: "online", agent_version: agent.version, session: { id: expect.stringMatching(/^ts_fake/), server_addr: edge.url, region: "test" } });
+  });
+});
+
+describe("agent API errors", () => {
+  it.each([
+    [{ name: "x", addr: 80, colour: "red" }, "colour: unknown key"],
+    [{ name: "x", addr: 80, proto: "ftp" }, 'proto: must be one of "http", "tcp", "tls"'],
+    [{ name: "x", proto: "http" }, "addr: is required"],
+    [{ name: "x", addr: "nowhere" }, 'addr: "nowhere" needs a port (host:port)'],
+    [{ addr: 80 }, "name: is required"],
+    [{ name: "x", addr: 80, traffic_policy: { inbound: [{ actions: [{ type: "nope" }] }] } }, "traffic_policy.inbound[0].actions[0].type: unknown action type"],
+  ])("an invalid definition %j answers 400 with error_code 102 naming the field", async (definition, detail) => {
+    const agent = await agentWith();
+    await agent.ready;
+    const { status, body } = await api(agent, "/api/tunnels", json(definition));
+    expect(status).toBe(400);
+    expect(body).toMatchObject({ error_code: 102, status_code: 400, msg: "invalid tunnel definition" });
+    expect(body.details.err).toContain(detail);
+  });
+
+  it("the edge refusing (tcp) answers 502 with error_code 103 and the edge's reason", async () => {
+    const agent = await agentWith();
+    await agent.ready;
+    const { status, body } = await api(agent, "/api/tunnels", json({ name: "ssh", proto: "tcp", addr: 22 }));
+    expect(status).toBe(502);
+    expect(body).toMatchObject({ error_code: 103, status_code: 502 });
+    expect(body.details.err).toBe("unsupported_proto: tcp tunnels are not supported");
+  });
+
+  it("a duplicate name answers 409 with error_code 104", async () => {
+    const agent = await agentWith();
+    await agent.ready;
+    expect((await api(agent, "/api/tunnels", json({ name: "web", addr: upstream.port }))).status).toBe(201);
+    const { status, body } = await api(agent, "/api/tunnels", json({ name: "web", addr: upstream.port }));
+    expect(status).toBe(409);
+    expect(body).toMatchObject({ error_code: 104, msg: "a tunnel named 'web' is already running" });
+  });
+
+  it("takes JSON bodies only", async () => {
+    const agent = await agentWith();
+    await agent.ready;
+    const form = await api(agent, "/api/tunnels", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "name=x&addr=80" });
+    expect(form.status).toBe(415);
+    expect(form.body.error_code).toBe(105);
+    const broken = await api(agent, "/api/tunnels", { method: "POST", headers: { "content-type": "application/json" }, body: "{" });
+    expect(broken.status).toBe(400);
+    expect(broken.body).toMatchObject({ error_code: 102, details: { err: expect.stringContaining("not valid JSON") } });
+  });
+
+  it("refuses a Host that is not loopback or allowed (DNS rebinding), with a clear error", async () => {
+    const agent = await agentWith({ web_allow_hosts: ["agent.test"] });
+    const { port } = new URL(agent.apiUrl!);
+    const call = (host: string) =>
+      new Promise<number>((resolve, reject) => {
+        import("node:http").then(({ request }) =>
+          request({ host: "127.0.0.1", port, path: "/api/tunnels", headers: { host } }, (response) => {
+            response.resume();
+            resolve(response.statusCode ?? 0);
+          })
+            .on("error", reject)
+            .end(),
+        );
+      });
+    expect(await call("evil.example")).toBe(403);
+    expect(await call(`evil.example:${port}`)).toBe(403);
+    expect(await call(`localhost:${port}`)).toBe(200);
+    expect(await call(`[::1]:${port}`)).toBe(200);
+    expect(await call("agent.test")).toBe(200);
+  });
+});
+
+describe("relaying to the local service", () => {
+  it("forwards method, path, query and headers, adds X-Forwarded-*, and counts the exchange", async () => {
+    const agent = await agentWith({ tunnels: { web: { addr: upstream.port } } });
+    await agentReady(agent, ["web"]);
+    const session = await edge.session(edge.sessions.length - 1);
+    const answer = await session.relay(edge.tunnelId("web"), {
+      method: "PATCH",
+      target: "/a/b?c=1",
+      headers: [["x-custom", "1"]],
+      body: Buffer.from("hello"),
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.headers.filter(([name]) => name.toLowerCase() === "set-cookie")).toEqual([
+      ["set-cookie", "a=1"],
+      ["set-cookie", "b=2"],
+    ]);
+    const echoed = JSON.parse(answer.body.toString());
+    expect(echoed).toMatchObject({ method: "PATCH", url: "/a/b?c=1", bodyLength: 5 });
+    expect(echoed.headers).toMatchObject({
+      host: "fake.localhost",
+      "x-custom": "1",
+      "x-forwarded-for": "203.0.113.7",
+      "x-forwarded-proto": "http",
+      "x-forwarded-host": "fake.localhost",
+    });
+    await until(() => agent.tunnels.get("web")!.metrics.snapshot().http.count === 1);
+    const metrics = agent.tunnels.get("web")!.metrics.snapshot();
+    expect(metrics.conns).toMatchObject({ count: 1, gauge: 0 });
+    expect(metrics.http.p50).toBeGreaterThan(0);
+  });
+
+  it("resets with upstream_unreachable when nothing listens on addr", async () => {
+    const port = await closedPort();
+    const agent = await agentWith({ tunnels: { web: { addr: port } } });
+    await agentReady(agent, ["web"]);
+    const session = await edge.session(edge.sessions.length - 1);
+    const answer = await session.relay(edge.tunnelId("web"), {});
+    expect(answer.reset?.code).toBe("upstream_unreachable");
+    expect(answer.reset?.message).toContain(`could not connect to http://localhost:${port}`);
+  });
+
+  it("resets with upstream_timeout when the local service does not answer in time", async () => {
+    const agent = await agentWith({ tunnels: { web: { addr: upstream.port } } }, { responseTimeoutMs: 200 });
+    await agentReady(agent, ["web"]);
+    const session = await edge.session(edge.sessions.length - 1);
+    const answer = await session.relay(edge.tunnelId("web"), { target: "/slow/2000" });
+    expect(answer.reset).toEqual({ code: "upstream_timeout", message: `http://localhost:${upstream.port} did not answer within 0.2 s` });
+  });
+
+  it("stops sending a response the edge does not acknowledge, while other streams go on", async () => {
+    const agent = await agentWith({ tunnels: { web: { addr: upstream.port } } });
+    await agentReady(agent, ["web"]);
+    const session = await edge.session(edge.sessions.length - 1);
+    const tunnelId = edge.tunnelId("web");
+    const stalled = session.relay(tunnelId, { target: `/bytes/${4 * INITIAL_STREAM_WINDOW}` }, { ackResponse: false, timeoutMs: 1500 });
+    const stalledStream = session.lastStream;
+    const other = await session.relay(tunnelId, { target: `/bytes/${2 * INITIAL_STREAM_WINDOW}` });
+    expect(sha256(other.body)).toBe(sha256(patternBytes(2 * INITIAL_STREAM_WINDOW)));
+    await expect(stalled).rejects.toThrow(/within 1500 ms/);
+    expect(session.pendingData(stalledStream)).toBeLessThanOrEqual(INITIAL_STREAM_WINDOW);
+  });
+});
+
+describe("the session", () => {
+  it("reconnects with backoff after the edge drops and reopens tunnels on the same host name", async () => {
+    const agent = await agentWith({ tunnels: { web: { addr: upstream.port } } });
+    const [web] = await agent.ready;
+    const before = web.publicUrl;
+    const sessions = edge.sessions.length;
+    edge.dropAll();
+    await until(() => agent.session.status.state === "reconnecting");
+    await until(() => agent.session.status.state === "online" && web.state === "online");
+    expect(edge.sessions.length).toBe(sessions + 1);
+    expect(agent.session.status.reconnects).toBe(1);
+    expect(web.publicUrl).toBe(before);
+    const answer = await edge.sessions.at(-1)!.relay(web.id, { target: "/again" });
+    expect(answer.status).toBe(200);
+  });
+
+  it("gives up when the edge refuses the API key, with the edge's message", async () => {
+    edge.refuse = { status: 401, body: { error_code: "ERR_SVC_203", status_code: 401, msg: "The API key is not valid." } };
+    const agent = await agentWith({ api_key: "tgk_wrong" });
+    await expect(agent.ready).rejects.toThrow("the edge refused the agent: The API key is not valid. (ERR_SVC_203)");
+    expect(agent.session.status.state).toBe("refused");
+  });
+
+  it("sends hello with the agent version and metadata", async () => {
+    const agent = await agentWith({ metadata: "laptop-1" });
+    await agent.ready;
+    expect(edge.sessions.at(-1)!.hello).toMatchObject({ agent_version: agent.version, metadata: "laptop-1" });
+  });
+});
+
+async function agentReady(agent: Agent, names: string[]): Promise<void> {
+  await agent.ready;
+  for (const name of names) await until(() => agent.tunnels.get(name)?.state === "online");
+}
