@@ -1,5 +1,12 @@
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
+import { createHash } from "node:crypto";
+import { TEST_KEYS } from "./test/worker/management/keys.ts";
+
+/** Management API keys of the worker tests, in the TOLLGATE_API_KEYS format (account:sha256 hex). */
+const testApiKeys = Object.values(TEST_KEYS)
+  .map(({ account, key }) => `${account}:${createHash("sha256").update(key).digest("hex")}`)
+  .join(",");
 
 export default defineConfig({
   test: {
@@ -33,7 +40,7 @@ export default defineConfig({
           cloudflareTest({
             main: "./src/worker.ts",
             wrangler: { configPath: "./wrangler.toml" },
-            miniflare: { bindings: { RATE_LIMIT_TIMEOUT_MS: "2000" } },
+            miniflare: { bindings: { RATE_LIMIT_TIMEOUT_MS: "2000", TOLLGATE_API_KEYS: testApiKeys } },
           }),
         ],
         test: {

@@ -1,6 +1,7 @@
 /** Bindings and variables the Worker receives (see wrangler.toml). */
 
 import type { RateLimiter } from "./limiter/limiter-object.ts";
+import type { AccountStore } from "./management/account-store.ts";
 import type { TunnelHost, TunnelRegistry, TunnelSession } from "./tunnels/index.ts";
 
 export interface Env {
@@ -11,6 +12,12 @@ export interface Env {
   /** "1" exposes GET /__tollgate/stats (isolate counters) for the benchmark. */
   TOLLGATE_DEBUG_STATS?: string;
   RATE_LIMITER: DurableObjectNamespace<RateLimiter>;
+  /** Management API keys: `<account_id>:<sha256 hex of the key>` entries separated by commas (docs/management-api.md). */
+  TOLLGATE_API_KEYS?: string;
+  /** The account that owns the edges of policies/gateway.yaml and so their route modules (default `acct_dev`). */
+  TOLLGATE_EDGE_ACCOUNT?: string;
+  /** One SQLite-backed store per account: bot users, route modules. */
+  ACCOUNT_STORE: DurableObjectNamespace<AccountStore>;
   /** Tunnel hosts are `<label>.<TUNNEL_DOMAIN>` (locally `localhost`); empty turns tunnels off. */
   TUNNEL_DOMAIN?: string;
   /** Milliseconds between agent heartbeats (default 5000); a session missing 3 is taken offline. */

@@ -1,3 +1,60 @@
-// PLACEHOLDER until the management API lands (being written now); replaced before commit.
+/**
+ * `AccountStore`: one SQLite-backed Durable Object per account, holding that account's management data.
+ * A thin shell: it migrates the schema on start-up and hands each RPC call to the store modules.
+ */
+
 import { DurableObject } from "cloudflare:workers";
-export class AccountStore extends DurableObject {}
+import type { Env } from "../env.ts";
+import type { ModuleKind, RouteModules } from "./modules.ts";
+import type { Page, PageRequest } from "./pagination.ts";
+import * as botUsers from "./store/bot-users.ts";
+import type { BotUserRecord } from "./store/bot-users.ts";
+import { migrate } from "./store/migrations.ts";
+import * as routeModules from "./store/route-modules.ts";
+
+export class AccountStore extends DurableObject<Env> {
+  private readonly sql: SqlStorage;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    migrate(ctx.storage);
+  }
+
+  createBotUser(input: { name: string; active: boolean }): BotUserRecord {
+    return botUsers.createBotUser(this.sql, input);
+  }
+
+  getBotUser(id: string): BotUserRecord | undefined {
+    return botUsers.getBotUser(this.sql, id);
+  }
+
+  listBotUsers(request: PageRequest): Page<BotUserRecord> & { rowsRead: number } {
+    return botUsers.listBotUsers(this.sql, request);
+  }
+
+  updateBotUser(id: string, patch: { name?: string; active?: boolean }): BotUserRecord | undefined {
+    return botUsers.updateBotUser(this.sql, id, patch);
+  }
+
+  deleteBotUser(id: string): boolean {
+    return botUsers.deleteBotUser(this.sql, id);
+  }
+
+  putRouteModule(edgeId: string, routeId: string, kind: ModuleKind, config: object): void {
+    routeModules.putRouteModule(this.sql, edgeId, routeId, kind, config);
+  }
+
+  deleteRouteModule(edgeId: string, routeId: string, kind: ModuleKind): boolean {
+    return routeModules.deleteRouteModule(this.sql, edgeId, routeId, kind);
+  }
+
+  getRouteModules(edgeId: string, routeId: string): RouteModules {
+    return routeModules.getRouteModules(this.sql, edgeId, routeId);
+  }
+}
+
+/** The store of an account (one Durable Object per account id). */
+export function accountStore(env: Env, accountId: string): DurableObjectStub<AccountStore> {
+  return env.ACCOUNT_STORE.getByName(accountId);
+}

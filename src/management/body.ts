@@ -1,0 +1,84 @@
+/** JSON request bodies: read, parse and validate against a zod schema, with errors that name the field. */
+
+import type { z } from "@hono/zod-openapi";
+import { ErrorCode, ServiceError } from "../errors.ts";
+import type { ManagementContext } from "./context.ts";
+
+/** Larger bodies are refused before parsing; every body of this API is a few hundred bytes. */
+export const MAX_BODY_BYTES = 64 * 1024;
+
+/** `name`, `module.num_buckets`, `items[2].id`. */
+export function fieldPath(path: readonly PropertyKey[], prefix: readonly PropertyKey[] = []): string {
+  let out = "";
+  for (const segment of [...prefix, ...path]) {
+    if (typeof segment === "number") out += `[${segment}]`;
+    else out += out === "" ? String(segment) : `.${String(segment)}`;
+  }
+  return out;
+}
+
+/**
+ * The first problem of a failed parse as a 400: an unknown field → ERR_SVC_214 naming it; a missing,
+ * wrongly typed or out-of-range value → ERR_SVC_215 naming it. `prefix` places the schema inside the body.
+ */
+export function validationError(error: z.ZodError, prefix: readonly PropertyKey[] = []): ServiceError {
+  const issue = error.issues[0];
+  if (issue.code === "unrecognized_keys") {
+    const field = fieldPath([...issue.path, issue.keys[0]], prefix);
+    const fields = issue.keys.map((key) => fieldPath([...issue.path, key], prefix));
+    return new ServiceError(400, ErrorCode.unknownField, `The field '${field}' is not a known field.`, { field, unknown_fields: fields });
+  }
+  const field = fieldPath(issue.path, prefix);
+  return new ServiceError(400, ErrorCode.invalidValue, `The field '${field}' ${issue.message}.`, { field });
+}
+
+/** Validates an already parsed value; throws the 400 of {@link validationError}. */
+export function validate<S extends z.ZodType>(schema: S, value: unknown, prefix: readonly PropertyKey[] = []): z.output<S> {
+  const result = schema.safeParse(value);
+  if (!result.success) throw validationError(result.error, prefix);
+  return result.data;
+}
+
+function isJsonMediaType(contentType: string): boolean {
+  const mediaType = contentType.split(";")[0].trim().toLowerCase();
+  return mediaType === "application/json" || /^application\/[a-z0-9.+-]+\+json$/.test(mediaType);
+}
+
+/**
+ * The body as a JSON object. A `Content-Type` other than JSON → 415 ERR_SVC_212 (a missing one is read as
+ * JSON); empty, malformed or not an object → 400 ERR_SVC_213.
+ */
+export async function readJsonObject(c: ManagementContext): Promise<Record<string, unknown>> {
+  const contentType = c.req.header("content-type");
+  if (contentType !== undefined && !isJsonMediaType(contentType)) {
+    throw new ServiceError(415, ErrorCode.unsupportedMediaType, "The request body must be JSON, sent with 'Content-Type: application/json'.", {
+      content_type: contentType.slice(0, 100),
+    });
+  }
+  const declaredLength = Number(c.req.header("content-length") ?? "0");
+  if (declaredLength > MAX_BODY_BYTES) throw tooLarge();
+  const text = await c.req.text();
+  if (text.length > MAX_BODY_BYTES) throw tooLarge();
+  if (text.trim() === "") {
+    throw new ServiceError(400, ErrorCode.unparseableBody, "The request body is empty; send a JSON object.");
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new ServiceError(400, ErrorCode.unparseableBody, `The request body is not valid JSON: ${(error as Error).message}`);
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new ServiceError(400, ErrorCode.unparseableBody, "The request body must be a JSON object.");
+  }
+  return value as Record<string, unknown>;
+}
+
+/** Reads the JSON body and validates it against `schema`. */
+export async function readJsonBody<S extends z.ZodType>(c: ManagementContext, schema: S): Promise<z.output<S>> {
+  return validate(schema, await readJsonObject(c));
+}
+
+function tooLarge(): ServiceError {
+  return new ServiceError(400, ErrorCode.unparseableBody, `The request body is larger than ${MAX_BODY_BYTES} bytes.`);
+}

@@ -1,0 +1,47 @@
+/**
+ * Which account owns the edges of policies/gateway.yaml, and the route lookup the module endpoints and
+ * the gateway share. The gateway is global (one policies/ per deployment), so its edges belong to one
+ * account, `TOLLGATE_EDGE_ACCOUNT` (default `acct_dev`): only that account sees them and stores their
+ * modules, and the gateway applies that account's modules.
+ */
+
+import type { Env } from "../env.ts";
+import { ErrorCode, ServiceError } from "../errors.ts";
+import type { Route } from "../gateway/gateway-config.ts";
+import { loadedGateway } from "../gateway/loaded-config.ts";
+import { accountStore } from "./account-store.ts";
+import type { RouteModules } from "./modules.ts";
+
+export const DEFAULT_EDGE_ACCOUNT = "acct_dev";
+
+/** The account that owns every edge of policies/gateway.yaml. */
+export function edgeOwnerAccount(env: Env): string {
+  const configured = env.TOLLGATE_EDGE_ACCOUNT?.trim();
+  return configured ? configured : DEFAULT_EDGE_ACCOUNT;
+}
+
+/**
+ * The route `routeId` of edge `edgeId` as `accountId` may see it: an unknown edge, or an edge of another
+ * account, → 404 naming the edge; an unknown route → 404 naming the route.
+ */
+export function findEdgeRoute(env: Env, accountId: string, edgeId: string, routeId: string): Route {
+  const loaded = loadedGateway();
+  if (!loaded.ok) throw loaded.error;
+  const edge = accountId === edgeOwnerAccount(env) ? loaded.gateway.routes.edge(edgeId) : undefined;
+  if (!edge) {
+    throw new ServiceError(404, ErrorCode.notFound, `No HTTPS edge '${edgeId}' exists in this account.`, { edge_id: edgeId });
+  }
+  const route = edge.routes.find((candidate) => candidate.id === routeId);
+  if (!route) {
+    throw new ServiceError(404, ErrorCode.notFound, `The HTTPS edge '${edgeId}' has no route '${routeId}'.`, { edge_id: edgeId, route_id: routeId });
+  }
+  return route;
+}
+
+/**
+ * The modules stored for a route of policies/gateway.yaml (each with its `enabled` flag; apply only the
+ * enabled ones). Reads the edge owner's store unless `accountId` is given. One Durable Object call.
+ */
+export async function getRouteModules(env: Env, edgeId: string, routeId: string, accountId: string = edgeOwnerAccount(env)): Promise<RouteModules> {
+  return accountStore(env, accountId).getRouteModules(edgeId, routeId);
+}

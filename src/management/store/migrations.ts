@@ -1,0 +1,34 @@
+/** The SQL schema of an account's store, as numbered migrations applied in order, each exactly once. */
+
+/** Migration n (1-based) is `MIGRATIONS[n - 1]`. Append only: never edit or reorder an applied one. */
+export const MIGRATIONS: readonly string[] = [
+  // 1: bot users. Ids sort by creation time, so the primary key is also the "newest first" index.
+  `CREATE TABLE bot_users (
+     id TEXT PRIMARY KEY NOT NULL,
+     name TEXT NOT NULL,
+     active INTEGER NOT NULL,
+     created_at TEXT NOT NULL
+   ) WITHOUT ROWID;
+   CREATE TABLE route_modules (
+     edge_id TEXT NOT NULL,
+     route_id TEXT NOT NULL,
+     kind TEXT NOT NULL,
+     config TEXT NOT NULL,
+     updated_at TEXT NOT NULL,
+     PRIMARY KEY (edge_id, route_id, kind)
+   ) WITHOUT ROWID;`,
+];
+
+/** Brings the schema up to date; returns the version it is at. Runs inside one transaction. */
+export function migrate(storage: DurableObjectStorage): number {
+  return storage.transactionSync(() => {
+    const sql = storage.sql;
+    sql.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY NOT NULL, applied_at TEXT NOT NULL)");
+    const current = sql.exec<{ version: number | null }>("SELECT max(version) AS version FROM schema_migrations").one().version ?? 0;
+    for (let version = current + 1; version <= MIGRATIONS.length; version++) {
+      sql.exec(MIGRATIONS[version - 1]);
+      sql.exec("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)", version, new Date().toISOString());
+    }
+    return MIGRATIONS.length;
+  });
+}

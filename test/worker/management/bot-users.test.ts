@@ -1,0 +1,168 @@
+import { abortAllDurableObjects, env, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { MIGRATIONS, migrate } from "../../../src/management/store/migrations.ts";
+import { type BotUser, type BotUserList, ORIGIN, RFC3339_UTC, call, callError, callJson, createBotUser } from "./helpers.ts";
+
+const UNKNOWN_ID = "bot_0ERbD4CoWXJxTYICGPe8UcyAzR6";
+
+describe("create", () => {
+  it("POST /bot_users → 201 with id, absolute uri, name, active (default true) and an RFC 3339 created_at", async () => {
+    const before = Date.now();
+    const created = await createBotUser("ci-bot");
+    expect(created.id).toMatch(/^bot_[0-9A-Za-z]{27}$/);
+    expect(created.uri).toBe(`${ORIGIN}/bot_users/${created.id}`);
+    expect(created).toMatchObject({ name: "ci-bot", active: true });
+    expect(created.created_at).toMatch(RFC3339_UTC);
+    const createdAt = Date.parse(created.created_at);
+    expect(createdAt).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000);
+    expect(createdAt).toBeLessThanOrEqual(Date.now());
+    expect(Object.keys(created).sort()).toEqual(["active", "created_at", "id", "name", "uri"]);
+  });
+
+  it("active can be set to false on create", async () => {
+    expect((await createBotUser("idle", "dev", false)).active).toBe(false);
+  });
+
+  it("the uri is on the host the request came to", async () => {
+    const created = await callJson<BotUser>("POST", "http://localhost/bot_users", 201, { json: { name: "via-localhost" } });
+    expect(created.uri).toBe(`http://localhost/bot_users/${created.id}`);
+  });
+
+  it("ids made one after another sort by creation time", async () => {
+    const a = await createBotUser("a");
+    const b = await createBotUser("b");
+    expect(a.id < b.id).toBe(true);
+  });
+
+  describe("validation", () => {
+    const cases: Array<[string, unknown, number, string, string]> = [
+      ["name missing", { active: true }, 215, "name", "The field 'name' is required."],
+      ["name null", { name: null }, 215, "name", "The field 'name' must be a string."],
+      ["name a number", { name: 7 }, 215, "name", "The field 'name' must be a string."],
+      ["name empty", { name: "" }, 215, "name", "The field 'name' must be 1 to 255 characters."],
+      ["name 256 characters", { name: "n".repeat(256) }, 215, "name", "The field 'name' must be 1 to 255 characters."],
+      ["active a string", { name: "x", active: "yes" }, 215, "active", "The field 'active' must be true or false."],
+      ["active null", { name: "x", active: null }, 215, "active", "The field 'active' must be true or false."],
+      ["an unknown field", { name: "x", id: "bot_x" }, 214, "id", "The field 'id' is not a known field."],
+    ];
+    for (const [title, body, code, field, msg] of cases) {
+      it(`${title} → 400 ERR_SVC_${code} naming '${field}'`, async () => {
+        const envelope = await callError("POST", "/bot_users", 400, code, { json: body });
+        expect(envelope.msg).toBe(msg);
+        expect(envelope.details.field).toBe(field);
+      });
+    }
+
+    it("a name of exactly 255 characters is accepted", async () => {
+      expect((await createBotUser("n".repeat(255))).name).toHaveLength(255);
+    });
+  });
+});
+
+describe("get", () => {
+  it("GET /bot_users/{id} → 200, the same representation as on create", async () => {
+    const created = await createBotUser("getme");
+    expect(await callJson<BotUser>("GET", `/bot_users/${created.id}`, 200)).toEqual(created);
+  });
+
+  it("an unknown or malformed id → 404 ERR_SVC_204", async () => {
+    const envelope = await callError("GET", `/bot_users/${UNKNOWN_ID}`, 404, 204, {}, UNKNOWN_ID);
+    expect(envelope.details.id).toBe(UNKNOWN_ID);
+    await callError("GET", "/bot_users/not-an-id", 404, 204);
+    await callError("GET", "/bot_users/tn_0ERbD4CoWXJxTYICGPe8UcyAzR6", 404, 204);
+  });
+});
+
+describe("update", () => {
+  it("PATCH name, active, or both → 200 with the updated bot user", async () => {
+    const created = await createBotUser("before");
+    const renamed = await callJson<BotUser>("PATCH", `/bot_users/${created.id}`, 200, { json: { name: "after" } });
+    expect(renamed).toEqual({ ...created, name: "after" });
+    const deactivated = await callJson<BotUser>("PATCH", `/bot_users/${created.id}`, 200, { json: { active: false } });
+    expect(deactivated).toEqual({ ...created, name: "after", active: false });
+    const both = await callJson<BotUser>("PATCH", `/bot_users/${created.id}`, 200, { json: { name: "both", active: true } });
+    expect(both).toEqual({ ...created, name: "both", active: true });
+    expect(await callJson<BotUser>("GET", `/bot_users/${created.id}`, 200)).toEqual(both);
+  });
+
+  it("an empty object changes nothing; the path id repeated in the body is tolerated", async () => {
+    const created = await createBotUser("same");
+    expect(await callJson<BotUser>("PATCH", `/bot_users/${created.id}`, 200, { json: {} })).toEqual(created);
+    expect(await callJson<BotUser>("PATCH", `/bot_users/${created.id}`, 200, { json: { id: created.id, active: false } })).toEqual({ ...created, active: false });
+  });
+
+  it("a different id in the body → 400 ERR_SVC_215 naming 'id'", async () => {
+    const created = await createBotUser("mismatch");
+    const envelope = await callError("PATCH", `/bot_users/${created.id}`, 400, 215, { json: { id: UNKNOWN_ID, name: "x" } });
+    expect(envelope.details.field).toBe("id");
+  });
+
+  it("invalid values and unknown fields are refused, naming the field", async () => {
+    const created = await createBotUser("strict");
+    expect((await callError("PATCH", `/bot_users/${created.id}`, 400, 215, { json: { name: "" } })).details.field).toBe("name");
+    expect((await callError("PATCH", `/bot_users/${created.id}`, 400, 215, { json: { active: 1 } })).details.field).toBe("active");
+    expect((await callError("PATCH", `/bot_users/${created.id}`, 400, 214, { json: { created_at: "x" } })).details.field).toBe("created_at");
+    await callError("PATCH", `/bot_users/${created.id}`, 400, 213, { body: "{", headers: { "content-type": "application/json" } });
+  });
+
+  it("an unknown id → 404", async () => {
+    await callError("PATCH", `/bot_users/${UNKNOWN_ID}`, 404, 204, { json: { name: "x" } });
+  });
+});
+
+describe("delete", () => {
+  it("DELETE → 204 with no body; afterwards GET, PATCH and DELETE answer 404", async () => {
+    const created = await createBotUser("doomed");
+    const response = await call("DELETE", `/bot_users/${created.id}`);
+    expect(response.status).toBe(204);
+    expect(await response.text()).toBe("");
+    expect(response.headers.get("x-operation-id")).toMatch(/^op_/);
+    await callError("GET", `/bot_users/${created.id}`, 404, 204);
+    await callError("PATCH", `/bot_users/${created.id}`, 404, 204, { json: { name: "x" } });
+    await callError("DELETE", `/bot_users/${created.id}`, 404, 204);
+  });
+
+  it("a JSON body on DELETE is ignored", async () => {
+    const created = await createBotUser("body-on-delete");
+    const response = await call("DELETE", `/bot_users/${created.id}`, { json: { id: created.id } });
+    expect(response.status).toBe(204);
+  });
+});
+
+describe("cross-account isolation", () => {
+  it("another account neither lists, reads, changes nor deletes this account's bot users", async () => {
+    const mine = await createBotUser("mine", "dev");
+    const theirs = await createBotUser("theirs", "other");
+    const otherList = await callJson<BotUserList>("GET", "/bot_users", 200, { key: "other" });
+    expect(otherList.bot_users.map((user) => user.id)).toEqual([theirs.id]);
+    await callError("GET", `/bot_users/${mine.id}`, 404, 204, { key: "other" });
+    await callError("PATCH", `/bot_users/${mine.id}`, 404, 204, { key: "other", json: { name: "hijacked" } });
+    await callError("DELETE", `/bot_users/${mine.id}`, 404, 204, { key: "other" });
+    expect(await callJson<BotUser>("GET", `/bot_users/${mine.id}`, 200)).toEqual(mine);
+    const myList = await callJson<BotUserList>("GET", "/bot_users", 200);
+    expect(myList.bot_users.map((user) => user.id)).not.toContain(theirs.id);
+    await callError("GET", `/bot_users/${theirs.id}`, 404, 204, { key: "dev" });
+  });
+});
+
+describe("persistence", () => {
+  it("bot users survive a restart of the account's Durable Object", async () => {
+    const created = await createBotUser("durable");
+    await abortAllDurableObjects();
+    expect(await callJson<BotUser>("GET", `/bot_users/${created.id}`, 200)).toEqual(created);
+    const stub = env.ACCOUNT_STORE.getByName("acct_dev");
+    const stored = await runInDurableObject(stub, (_instance, state) =>
+      state.storage.sql.exec<{ name: string }>("SELECT name FROM bot_users WHERE id = ?", created.id).toArray(),
+    );
+    expect(stored).toEqual([{ name: "durable" }]);
+  });
+
+  it("the schema is migrated once: every migration is recorded and running them again changes nothing", async () => {
+    const stub = env.ACCOUNT_STORE.getByName("acct_dev");
+    const versions = await runInDurableObject(stub, (_instance, state) => {
+      expect(migrate(state.storage)).toBe(MIGRATIONS.length);
+      return state.storage.sql.exec<{ version: number }>("SELECT version FROM schema_migrations ORDER BY version").toArray();
+    });
+    expect(versions).toEqual(MIGRATIONS.map((_, index) => ({ version: index + 1 })));
+  });
+});

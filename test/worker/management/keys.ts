@@ -1,0 +1,21 @@
+/**
+ * API keys of the worker tests. vitest.config.ts hashes them into TOLLGATE_API_KEYS (the miniflare binding
+ * overrides .dev.vars), so the development key keeps working and a second account exists.
+ */
+
+export const DEV_KEY = "tgk_dev_local_only_0000000000000000";
+
+export const TEST_KEYS = {
+  /** The development key of .dev.vars (account acct_dev). */
+  dev: { account: "acct_dev", key: DEV_KEY },
+  /** A second key of acct_dev: same account, same data. */
+  devSecond: { account: "acct_dev", key: "tgk_test_dev_second_key_000000000000" },
+  /** acct_dev keys for tests that send many requests, each in its own rate-limit bucket. */
+  devPaging: { account: "acct_dev", key: "tgk_test_dev_paging_0000000000000000" },
+  devFlood: { account: "acct_dev", key: "tgk_test_dev_flood_00000000000000000" },
+  devClient: { account: "acct_dev", key: "tgk_test_dev_client_0000000000000000" },
+  /** Another account, for isolation tests. */
+  other: { account: "acct_other", key: "tgk_test_other_account_000000000000" },
+} as const;
+
+export type TestKeyName = keyof typeof TEST_KEYS;
