@@ -1,0 +1,196 @@
+/**
+ * Tunnels end to end: the Worker under `wrangler dev`, the agent (in-process, and the CLI as a child
+ * process), a real local upstream, the published ngrok client against the agent API, and the management
+ * API. One edge for the whole file; the last test kills and restarts it.
+ */
+
+import { spawn, type ChildProcessByStdio } from "node:child_process";
+import { createInterface } from "node:readline";
+import type { Readable } from "node:stream";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startAgent, type Agent } from "../../src/agent/agent.ts";
+import { parseAgentConfig } from "../../src/agent/settings/load.ts";
+import { ngrokClient, type NgrokClient, type NgrokClientError } from "../agent/support/ngrok-client.ts";
+import { closedPort, patternBytes, sha256, startUpstream, type Upstream } from "../agent/support/upstream.ts";
+import { Edge, freePort } from "./support/edge.ts";
+import { fetchPublic, jsonOf, openPublic } from "./support/public-client.ts";
+
+const TEN_MIB = 10 * 1024 * 1024;
+
+let edge: Edge;
+let upstream: Upstream;
+let agent: Agent;
+let client: NgrokClient;
+
+async function until<T>(probe: () => Promise<T> | T, ok: (value: T) => boolean, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (ok(value)) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+const onlineIds = async () => ((await edge.management("/tunnels")).body.tunnels as Array<{ id: string }>).map((tunnel) => tunnel.id);
+
+beforeAll(async () => {
+  [edge, upstream] = await Promise.all([Edge.start({ heartbeatMs: 1000 }), startUpstream()]);
+  const parsed = parseAgentConfig({ server_addr: edge.url, web_addr: "127.0.0.1:0" });
+  if (!parsed.ok) throw new Error("bad test config");
+  agent = await startAgent({ config: parsed.config, backoff: { initialMs: 100, maxMs: 1000 } });
+  await agent.ready;
+  client = ngrokClient(agent.apiUrl!);
+});
+
+afterAll(async () => {
+  await agent?.stop();
+  await upstream?.close();
+  await edge?.dispose();
+});
+
+describe("a tunnel through the agent API", () => {
+  it("serves its public URL, moves its metrics, is listed by the management API, and is gone from both when stopped", async () => {
+    const started = await client.startTunnel({ name: "web", proto: "http", addr: upstream.port });
+    expect(started.public_url).toMatch(new RegExp(`^http://[a-z0-9]{12}\\.localhost:${edge.port}$`));
+
+    const answer = await fetchPublic(edge.url, started.public_url, "/hello/world?x=1&y=two", { headers: { "x-custom": "yes" } });
+    expect(answer.status).toBe(200);
+    expect(answer.headers["x-upstream"]).toBe("yes");
+    expect(answer.headers["set-cookie"]).toEqual(["a=1", "b=2"]);
+    const echoed = jsonOf(answer);
+    expect(echoed).toMatchObject({ method: "GET", url: "/hello/world?x=1&y=two" });
+    expect(echoed.headers).toMatchObject({ host: new URL(started.public_url).host, "x-custom": "yes", "x-forwarded-proto": "http", "x-forwarded-for": "127.0.0.1" });
+
+    const detail = (await client.tunnelDetail("web")) as { metrics: { conns: { count: number }; http: { count: number; p50: number } } };
+    expect(detail.metrics.conns.count).toBe(1);
+    expect(detail.metrics.http.count).toBe(1);
+    expect(detail.metrics.http.p50).toBeGreaterThan(0);
+
+    const tunnel = agent.tunnels.get("web")!;
+    const listed = await edge.management("/tunnels");
+    expect(listed.status).toBe(200);
+    const record = (listed.body.tunnels as Array<Record<string, any>>).find((t) => t.id === tunnel.id);
+    expect(record).toMatchObject({
+      id: tunnel.id,
+      public_url: started.public_url,
+      proto: "http",
+      region: expect.any(String),
+      forwards_to: `http://localhost:${upstream.port}`,
+      tunnel_session: { id: agent.session.status.sessionId },
+      endpoint: { id: expect.stringMatching(/^ep_/) },
+      started_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
+    expect((await edge.management(`/tunnels/${tunnel.id}`)).status).toBe(200);
+
+    expect(await client.stopTunnel("web")).toBe(true);
+    const gone = (await client.tunnelDetail("web").catch((error: unknown) => error)) as NgrokClientError;
+    expect(gone.response.statusCode).toBe(404);
+    const offline = await fetchPublic(edge.url, started.public_url, "/hello");
+    expect(offline.status).toBe(404);
+    expect(jsonOf(offline)).toMatchObject({ error_code: "ERR_SVC_3200" });
+    expect(await onlineIds()).not.toContain(tunnel.id);
+    expect((await edge.management(`/tunnels/${tunnel.id}`)).status).toBe(404);
+  });
+
+  it("passes a 10 MiB upload and a 10 MiB download intact", async () => {
+    const { public_url } = await client.startTunnel({ name: "big", addr: upstream.port });
+    const upload = patternBytes(TEN_MIB, 7);
+    const echoed = jsonOf(await fetchPublic(edge.url, public_url, "/echo", { method: "POST", body: upload, headers: { "content-type": "application/octet-stream" } }));
+    expect(echoed).toMatchObject({ method: "POST", bodyLength: TEN_MIB, bodySha256: sha256(upload) });
+    const download = await fetchPublic(edge.url, public_url, `/bytes/${TEN_MIB}`);
+    expect(download.status).toBe(200);
+    expect(download.body.length).toBe(TEN_MIB);
+    expect(sha256(download.body)).toBe(sha256(patternBytes(TEN_MIB)));
+  });
+
+  it("keeps serving other requests while a client stops reading a large download", async () => {
+    const { public_url } = await client.startTunnel({ name: "slow", addr: upstream.port });
+    const stalled = await openPublic(edge.url, public_url, `/bytes/${TEN_MIB}`);
+    stalled.pause();
+    const started = Date.now();
+    for (let i = 0; i < 5; i++) expect((await fetchPublic(edge.url, public_url, `/echo/${i}`)).status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(5000);
+    const chunks: Buffer[] = [];
+    stalled.resume();
+    for await (const chunk of stalled) chunks.push(chunk as Buffer);
+    expect(sha256(Buffer.concat(chunks))).toBe(sha256(patternBytes(TEN_MIB)));
+  });
+
+  it("answers 502 with a clear message when the local service refuses", async () => {
+    const port = await closedPort();
+    const { public_url } = await client.startTunnel({ name: "down", addr: port });
+    const answer = await fetchPublic(edge.url, public_url, "/");
+    expect(answer.status).toBe(502);
+    const body = jsonOf(answer);
+    expect(body.error_code).toBe("ERR_SVC_8012");
+    expect(body.msg).toContain(`could not connect to http://localhost:${port}`);
+  });
+
+  it("refuses tcp tunnels with the edge's reason (Workers ingress serves HTTP only)", async () => {
+    const error = (await client.startTunnel({ name: "ssh", proto: "tcp", addr: 22 }).catch((e: unknown) => e)) as NgrokClientError;
+    expect(error.response.statusCode).toBe(502);
+    expect(error.body).toMatchObject({ error_code: 103, status_code: 502 });
+    expect((error.body as { details: { err: string } }).details.err).toContain("tcp tunnels are not supported: Cloudflare Workers ingress accepts only HTTP(S)");
+  });
+});
+
+describe("the tollgate CLI", () => {
+  it("`agent http` serves, goes offline within seconds when it stops answering heartbeats, comes back, and exits cleanly on Ctrl-C", async () => {
+    const webPort = await freePort();
+    const cli: ChildProcessByStdio<null, Readable, Readable> = spawn(
+      process.execPath,
+      [fileURLToPath(new URL("../../bin/tollgate.mjs", import.meta.url)), "agent", "http", String(upstream.port), "--server-addr", edge.url, "--web-addr", `127.0.0.1:${webPort}`, "--name", "cli"],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
+    const lines: string[] = [];
+    createInterface({ input: cli.stdout }).on("line", (line) => lines.push(line));
+    createInterface({ input: cli.stderr }).on("line", (line) => lines.push(`stderr: ${line}`));
+    const exited = new Promise<number | null>((resolve) => cli.once("exit", (code) => resolve(code)));
+    try {
+      const online = await until(() => lines.find((line) => line.includes('msg="tunnel online"')), (line) => line !== undefined, 20_000);
+      expect(online).toMatch(/lvl=info msg="tunnel online" name=cli url=http:\/\/[a-z0-9]+\.localhost:\d+ addr=http:\/\/localhost:\d+ id=tn_/);
+      const publicUrl = /url=(\S+)/.exec(online!)![1];
+      const tunnelId = /id=(tn_\S+)/.exec(online!)![1];
+      expect((await fetchPublic(edge.url, publicUrl, "/via-cli")).status).toBe(200);
+      expect(await onlineIds()).toContain(tunnelId);
+
+      cli.kill("SIGSTOP");
+      const stoppedAt = Date.now();
+      await until(onlineIds, (ids) => !ids.includes(tunnelId), 10_000);
+      expect(Date.now() - stoppedAt).toBeLessThan(8000);
+      expect((await fetchPublic(edge.url, publicUrl, "/")).status).toBe(404);
+
+      cli.kill("SIGCONT");
+      await until(() => fetchPublic(edge.url, publicUrl, "/back").then((answer) => answer.status), (status) => status === 200, 15_000);
+
+      cli.kill("SIGINT");
+      expect(await exited).toBe(0);
+      expect(lines.join("\n")).toContain('msg="shutting down"');
+      await until(async () => (await fetchPublic(edge.url, publicUrl, "/")).status, (status) => status === 404, 5000);
+    } finally {
+      if (cli.exitCode === null) cli.kill("SIGKILL");
+    }
+  });
+});
+
+describe("when the edge restarts", () => {
+  it("the agent reconnects and its tunnel serves the same public URL again; the registry lists exactly what is online", async () => {
+    const { public_url } = await client.startTunnel({ name: "survivor", addr: upstream.port });
+    expect((await fetchPublic(edge.url, public_url, "/before")).status).toBe(200);
+    await edge.stop();
+    await until(() => agent.session.status.state, (state) => state === "reconnecting", 10_000);
+    await edge.start();
+    await until(() => agent.session.status.state === "online" && agent.tunnels.get("survivor")?.state === "online", Boolean, 30_000);
+    expect(agent.session.status.reconnects).toBeGreaterThanOrEqual(1);
+    expect(agent.tunnels.get("survivor")!.publicUrl).toBe(public_url);
+    expect((await fetchPublic(edge.url, public_url, "/after")).status).toBe(200);
+    const current = agent.tunnels
+      .list()
+      .filter((tunnel) => tunnel.state === "online")
+      .map((tunnel) => tunnel.id)
+      .sort();
+    await until(async () => (await onlineIds()).sort(), (ids) => JSON.stringify(ids) === JSON.stringify(current), 10_000);
+  });
+});
