@@ -13,7 +13,11 @@ export const API_KEYS_VAR = "TOLLGATE_API_KEYS";
 
 const ACCOUNT_ID = /^acct_[A-Za-z0-9_-]{1,64}$/;
 const SHA256_HEX = /^[0-9a-f]{64}$/;
-const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i;
+/**
+ * Exactly `Bearer <key>`: the gateway's policy rate-limits per Authorization header value, so accepting
+ * variants (`bearer`, extra spaces) would give one key several buckets.
+ */
+const BEARER = /^Bearer ([^\s]+)$/;
 const UNAUTHORIZED_HEADERS = { "www-authenticate": 'Bearer realm="tollgate"' };
 
 export interface ApiKeyEntry {
