@@ -9,6 +9,7 @@ import { upstreamHandlers } from "./gateway/handlers.ts";
 import { routeTunnelTraffic } from "./tunnels/index.ts";
 
 export { RateLimiter } from "./limiter/limiter-object.ts";
+export { CircuitBreaker } from "./gateway/modules/breaker-object.ts";
 export { AccountStore } from "./management/account-store.ts";
 export { TunnelHost, TunnelRegistry, TunnelSession } from "./tunnels/index.ts";
 

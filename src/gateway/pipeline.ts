@@ -8,6 +8,8 @@ import { initialVars, type ActionServices, type Exchange } from "../policy/excha
 import { durableObjectCounter, ingressId } from "./limiter-client.ts";
 import type { RouteTable } from "./route-table.ts";
 import { dispatch, type UpstreamHandlers } from "./upstream.ts";
+import { withCircuitBreaker } from "./modules/breaker-client.ts";
+import { bridgeWebSocketToTcp } from "./modules/websocket-tcp.ts";
 import type { Upstream } from "./upstream-spec.ts";
 
 /** The client address; `cf-connecting-ip` is set by Cloudflare (locally it stands in, and a client can forge it). */
@@ -64,10 +66,24 @@ export async function handleGatewayRequest(
       path: url.pathname,
     }).toResponse();
   }
+  const label = `${route.edgeId}/${route.id}`;
+  const modules = handlers.routeModules ? await handlers.routeModules(env, route) : {};
   const upstream: Upstream = route.upstream;
-  return runThroughPolicy(request, env, {
-    scope: `route:${route.edgeId}/${route.id}`,
-    policy: route.policy,
-    forward: (original, exchange) => dispatch(upstream, original, exchange, env, ctx, handlers),
-  });
+  const converter = modules.websocket_tcp_converter?.enabled && upstream.kind === "tcp" ? upstream : undefined;
+  const breaker = modules.circuit_breaker?.enabled ? modules.circuit_breaker : undefined;
+
+  let forward = (original: Request, exchange: Exchange): Promise<Response> =>
+    converter ? Promise.resolve(bridgeWebSocketToTcp(original, converter, label)) : dispatch(upstream, original, exchange, env, ctx, handlers);
+  if (breaker) {
+    const direct = forward;
+    const spec = {
+      trippedMs: breaker.tripped_duration * 1000,
+      rollingWindowMs: breaker.rolling_window * 1000,
+      numBuckets: breaker.num_buckets,
+      volumeThreshold: breaker.volume_threshold,
+      errorThresholdPercentage: breaker.error_threshold_percentage,
+    };
+    forward = (original, exchange) => withCircuitBreaker(env, ctx, ingressId(env, request), label, spec, () => direct(original, exchange));
+  }
+  return runThroughPolicy(request, env, { scope: `route:${label}`, policy: route.policy, forward });
 }

@@ -3,13 +3,15 @@
 import type { Env } from "../env.ts";
 import { ErrorCode, ServiceError } from "../errors.ts";
 import type { Exchange } from "../policy/exchange.ts";
+import type { RouteModules } from "../management/modules.ts";
+import type { Route } from "./gateway-config.ts";
 import type { Upstream } from "./upstream-spec.ts";
 
 export interface UpstreamHandlers {
   /** The built-in management API. */
   management(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> | Response;
-  /** A WebSocket-to-TCP bridge for `tcp://` upstreams. */
-  tcp?(request: Request, upstream: Extract<Upstream, { kind: "tcp" }>, env: Env, ctx: ExecutionContext): Promise<Response> | Response;
+  /** The modules stored for a route (none when absent). */
+  routeModules?(env: Env, route: Route): Promise<RouteModules>;
 }
 
 /** The request as the upstream should see it: the original body with the policy's header changes. */
@@ -38,10 +40,11 @@ export async function dispatch(
     case "origin":
       return proxyToOrigin(upstream.url, original, exchange, upstreamTimeoutMs(env));
     case "tcp":
-      if (!handlers.tcp) {
-        return new ServiceError(502, ErrorCode.upstreamUnavailable, "This route's TCP upstream needs the websocket TCP converter module.").toResponse();
-      }
-      return handlers.tcp(upstreamRequest(original, exchange), upstream, env, ctx);
+      return new ServiceError(
+        502,
+        ErrorCode.upstreamUnavailable,
+        `This route's upstream is tcp://${upstream.hostname}:${upstream.port}; enable its websocket_tcp_converter module to bridge WebSockets to it.`,
+      ).toResponse();
   }
 }
 

@@ -1,7 +1,7 @@
 /** Starts a real local upstream (node:http) for the worker tests; its port reaches tests via inject("upstreamPort"). */
 
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer as createTcpServer, type AddressInfo, type Server } from "node:net";
 import type { TestProject } from "vitest/node";
 
 import type {} from "../worker/provided.d.ts";
@@ -12,9 +12,42 @@ async function readBody(request: IncomingMessage): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
+/** Switchable upstreams for circuit breaker tests: name → failing?, and how often each was called. */
+const flaky = new Map<string, { failing: boolean; hits: number }>();
+/** Open connections of the TCP echo server, reported at /tcp-connections. */
+let tcpConnections = 0;
+
+function flakyState(name: string) {
+  let state = flaky.get(name);
+  if (!state) flaky.set(name, (state = { failing: false, hits: 0 }));
+  return state;
+}
+
 /** /echo → JSON of what arrived; /bytes/<n> → n bytes streamed; /status/<code> → that status; /delay/<ms> → answers late. */
 async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
   const url = new URL(request.url ?? "/", "http://upstream");
+  // /flaky/<name>: 500 while failing, else 200; /control/<name>/(fail|recover|hits) switches and reports.
+  const control = url.pathname.match(/^\/control\/([\w-]+)\/(fail|recover|hits)$/);
+  if (control) {
+    const state = flakyState(control[1]);
+    if (control[2] !== "hits") state.failing = control[2] === "fail";
+    response.writeHead(200, { "content-type": "application/json" });
+    response.end(JSON.stringify(state));
+    return;
+  }
+  if (url.pathname === "/tcp-connections") {
+    response.writeHead(200, { "content-type": "application/json" });
+    response.end(JSON.stringify({ open: tcpConnections }));
+    return;
+  }
+  const flakyName = url.pathname.match(/\/flaky\/([\w-]+)$/);
+  if (flakyName) {
+    const state = flakyState(flakyName[1]);
+    state.hits++;
+    response.writeHead(state.failing ? 500 : 200, { "content-type": "text/plain" });
+    response.end(state.failing ? "failing" : "ok");
+    return;
+  }
   const bytes = url.pathname.match(/\/bytes\/(\d+)$/);
   if (bytes) {
     const total = Number(bytes[1]);
@@ -45,7 +78,24 @@ async function handle(request: IncomingMessage, response: ServerResponse): Promi
   );
 }
 
+/** A TCP echo server for the websocket TCP converter; it closes a connection that sends "bye". */
+async function startTcpEcho(): Promise<Server> {
+  const server = createTcpServer((socket) => {
+    tcpConnections++;
+    socket.on("close", () => tcpConnections--);
+    socket.on("data", (data) => {
+      if (data.toString() === "bye") socket.end();
+      else socket.write(data);
+    });
+    socket.on("error", () => socket.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return server;
+}
+
 export default async function setup(project: TestProject) {
+  const tcpEcho = await startTcpEcho();
+  project.provide("tcpEchoPort", (tcpEcho.address() as AddressInfo).port);
   const server = createServer((request, response) => {
     handle(request, response).catch((error) => {
       response.statusCode = 500;
@@ -54,5 +104,8 @@ export default async function setup(project: TestProject) {
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   project.provide("upstreamPort", (server.address() as AddressInfo).port);
-  return () => new Promise<void>((resolve) => server.close(() => resolve()));
+  return async () => {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await new Promise<void>((resolve) => tcpEcho.close(() => resolve()));
+  };
 }

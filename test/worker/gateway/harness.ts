@@ -5,6 +5,7 @@ import type { Env } from "../../../src/env.ts";
 import { loadGatewayConfig } from "../../../src/gateway/gateway-config.ts";
 import { upstreamHandlers } from "../../../src/gateway/handlers.ts";
 import { handleGatewayRequest } from "../../../src/gateway/pipeline.ts";
+import type { UpstreamHandlers } from "../../../src/gateway/upstream.ts";
 import { buildRouteTable, type RouteTable } from "../../../src/gateway/route-table.ts";
 import { formatIssue } from "../../../src/policy/issues.ts";
 
@@ -19,9 +20,14 @@ export function gatewayFrom(files: Record<string, string>): RouteTable {
   return buildRouteTable(result.config);
 }
 
-export async function send(routes: RouteTable, request: Request, overrides: Partial<Env> = {}): Promise<Response> {
+export async function send(
+  routes: RouteTable,
+  request: Request,
+  overrides: Partial<Env> = {},
+  handlers: UpstreamHandlers = upstreamHandlers,
+): Promise<Response> {
   const ctx = createExecutionContext();
-  const response = await handleGatewayRequest(request, { ...env, ...overrides } as Env, ctx, routes, upstreamHandlers);
+  const response = await handleGatewayRequest(request, { ...env, ...overrides } as Env, ctx, routes, handlers);
   await waitOnExecutionContext(ctx);
   return response;
 }
