@@ -2,7 +2,8 @@
  * The edge end of relayed exchanges: one stream per public request, multiplexed over the agent's WebSocket.
  * Request bodies go out no faster than the agent's window allows; response bodies are written to the
  * public client's stream and acknowledged (a `window` frame) only once the client has taken them, so a
- * slow client holds back its own stream and nothing else.
+ * slow client holds back its own stream and nothing else. A response whose head, body and end arrive in
+ * one message (a small one) is answered with the whole body at once, without a stream.
  */
 
 import {
@@ -46,6 +47,12 @@ class EdgeStream {
   sendWindow = INITIAL_STREAM_WINDOW;
   closed = false;
   answered = false;
+  /** The agent's response head, until the stream is answered at the end of the message that carried it. */
+  head: FrameOf<"response_head"> | undefined;
+  /** Body bytes that arrived before the answer. */
+  early: Uint8Array[] = [];
+  /** The agent's end arrived (after all its data). */
+  ended = false;
   writer?: WritableStreamDefaultWriter<Uint8Array>;
   writeChain: Promise<void> = Promise.resolve();
   requestReader?: ReadableStreamDefaultReader<Uint8Array>;
@@ -75,6 +82,7 @@ class EdgeStream {
 
 export class EdgeStreams {
   private readonly streams = new Map<number, EdgeStream>();
+  private readonly heads = new Set<EdgeStream>();
   private nextId = 0;
 
   constructor(private readonly options: EdgeStreamsOptions) {}
@@ -140,6 +148,12 @@ export class EdgeStreams {
     }
   }
 
+  /** Call after the frames of one message: answers the streams whose head arrived in it. */
+  endBatch(): void {
+    for (const stream of this.heads) this.answer(stream);
+    this.heads.clear();
+  }
+
   /** Fails every stream of one tunnel (it stopped), telling the agent. */
   failTunnel(tunnelId: string, failure: StreamFailure): void {
     for (const stream of [...this.streams.values()]) if (stream.request.tunnelId === tunnelId) this.reset(stream, failure.code, failure.message);
@@ -182,12 +196,21 @@ export class EdgeStreams {
   }
 
   private onResponseHead(stream: EdgeStream, frame: FrameOf<"response_head">): void {
-    if (stream.answered) return this.reset(stream, ResetCode.protocolError, "a second response head");
+    if (stream.answered || stream.head) return this.reset(stream, ResetCode.protocolError, "a second response head");
     // 101 would need the WebSocket relay, which http tunnels do not do; the public client gets a clear 502.
     if (frame.status === 101) return this.reset(stream, ResetCode.upstreamError, "the local service switched protocols, which tunnels do not relay");
+    stream.head = frame;
+    this.heads.add(stream);
+    stream.inbound.open();
+  }
+
+  private answer(stream: EdgeStream): void {
+    const head = stream.head;
+    if (stream.closed || stream.answered || !head) return;
     stream.answered = true;
+    stream.head = undefined;
     const headers = new Headers();
-    for (const [name, value] of frame.headers) {
+    for (const [name, value] of head.headers) {
       if (HOP_BY_HOP_HEADERS.has(name.toLowerCase())) continue;
       try {
         headers.append(name, value);
@@ -195,19 +218,35 @@ export class EdgeStreams {
         // a header the runtime refuses (invalid characters) is dropped rather than failing the response
       }
     }
-    let body: ReadableStream<Uint8Array> | null = null;
-    if (!NULL_BODY_STATUSES.has(frame.status) && stream.request.method.toUpperCase() !== "HEAD") {
-      const length = contentLength(headers);
-      const pipe = length === undefined ? new IdentityTransformStream() : new FixedLengthStream(length);
-      if (length !== undefined) headers.delete("content-length");
-      stream.writer = pipe.writable.getWriter();
-      body = pipe.readable;
+    const init = { status: head.status, statusText: head.status_text, headers, encodeBody: "manual" as const };
+    if (NULL_BODY_STATUSES.has(head.status) || stream.request.method.toUpperCase() === "HEAD") {
+      stream.answer(new Response(null, init));
+      if (stream.ended) this.finish(stream);
+      return;
     }
-    stream.answer(new Response(body, { status: frame.status, statusText: frame.status_text, headers, encodeBody: "manual" }));
-    stream.inbound.open();
+    if (stream.ended) {
+      // The whole response came in one message: no stream needed.
+      const body = concat(stream.early);
+      headers.set("content-length", String(body.byteLength));
+      stream.answer(new Response(body, init));
+      this.finish(stream);
+      return;
+    }
+    const length = contentLength(headers);
+    const pipe = length === undefined ? new IdentityTransformStream() : new FixedLengthStream(length);
+    if (length !== undefined) headers.delete("content-length");
+    stream.writer = pipe.writable.getWriter();
+    stream.answer(new Response(pipe.readable, init));
+    const early = stream.early;
+    stream.early = [];
+    for (const bytes of early) this.writeResponseBody(stream, bytes);
   }
 
   private writeResponseBody(stream: EdgeStream, bytes: Uint8Array): void {
+    if (!stream.answered) {
+      stream.early.push(bytes);
+      return;
+    }
     const writer = stream.writer;
     if (!writer) return this.reset(stream, ResetCode.protocolError, "a body for a response that has none");
     stream.writeChain = stream.writeChain.then(async () => {
@@ -218,11 +257,14 @@ export class EdgeStreams {
         this.reset(stream, ResetCode.cancelled, "the public client went away");
         return;
       }
-      if (!stream.closed) this.options.send({ type: "window", stream: stream.id, increment: bytes.byteLength });
+      // after its end the agent sends nothing more, so it needs no more window
+      if (!stream.closed && !stream.ended) this.options.send({ type: "window", stream: stream.id, increment: bytes.byteLength });
     });
   }
 
   private endResponseBody(stream: EdgeStream): void {
+    stream.ended = true;
+    if (!stream.answered) return; // answered, whole, at the end of this message
     const writer = stream.writer;
     stream.writeChain = stream.writeChain.then(async () => {
       if (stream.closed) return;
@@ -253,9 +295,21 @@ export class EdgeStreams {
   private finish(stream: EdgeStream): void {
     stream.closed = true;
     this.streams.delete(stream.id);
+    this.heads.delete(stream);
     stream.wake();
     void stream.requestReader?.cancel().catch(() => undefined);
   }
+}
+
+function concat(chunks: readonly Uint8Array[]): Uint8Array {
+  if (chunks.length === 1) return chunks[0];
+  const out = new Uint8Array(chunks.reduce((sum, chunk) => sum + chunk.byteLength, 0));
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return out;
 }
 
 function contentLength(headers: Headers): number | undefined {

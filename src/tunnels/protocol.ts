@@ -2,12 +2,13 @@
  * The tunnel relay protocol: binary WebSocket frames between the edge (TunnelSession) and the local agent.
  * One definition for both ends; every frame is validated when it is read.
  *
- * Frame layout (all integers big-endian):
+ * A binary WebSocket message carries one or more frames back to back. Frame layout (integers big-endian):
  *
  *   byte 0     protocol version (PROTOCOL_VERSION)
  *   byte 1     frame type (FRAME_TYPES)
  *   bytes 2-5  stream id (u32); 0 for session frames
- *   bytes 6-   payload: JSON (UTF-8) for most frames; for `data` a u32 sequence number then the body bytes;
+ *   bytes 6-9  payload length (u32)
+ *   bytes 10-  payload: JSON (UTF-8) for most frames; for `data` a u32 sequence number then the body bytes;
  *              for `end` a u32 count of the data frames sent; for `window` a u32 increment
  *
  * Session frames (stream 0): hello → welcome; start_tunnel → tunnel_started | tunnel_failed;
@@ -36,7 +37,9 @@ export const HEARTBEAT_PONG = "tollgate:pong";
 export const MAX_DATA_CHUNK = 64 * 1024;
 /** Unacknowledged body bytes a sender may have in flight per stream and direction. */
 export const INITIAL_STREAM_WINDOW = 512 * 1024;
-const HEADER_BYTES = 6;
+const HEADER_BYTES = 10;
+/** Frames are batched into WebSocket messages up to about this size (workerd accepts messages up to 1 MiB). */
+export const MAX_MESSAGE_BYTES = 256 * 1024;
 const MAX_STREAM_ID = 0xffffffff;
 
 /** WebSocket close codes the edge uses (4000–4999 are free for applications). */
@@ -194,7 +197,9 @@ function header(type: FrameTypeName, stream: number, payloadLength: number): Uin
   const bytes = new Uint8Array(HEADER_BYTES + payloadLength);
   bytes[0] = PROTOCOL_VERSION;
   bytes[1] = FRAME_TYPES[type];
-  new DataView(bytes.buffer).setUint32(2, stream);
+  const view = new DataView(bytes.buffer);
+  view.setUint32(2, stream);
+  view.setUint32(6, payloadLength);
   return bytes;
 }
 
@@ -232,36 +237,63 @@ export function encodeFrame(frame: Frame): Uint8Array {
 
 export type DecodeResult = { ok: true; frame: Frame } | { ok: false; error: string };
 
-function fail(error: string): DecodeResult {
+function fail(error: string): { ok: false; error: string } {
   return { ok: false, error };
 }
 
-/** Decodes and validates one frame; anything malformed comes back as `ok: false` with the reason. */
-export function decodeFrame(input: ArrayBuffer | ArrayBufferView): DecodeResult {
+export type DecodeManyResult = { ok: true; frames: Frame[] } | { ok: false; error: string };
+
+/**
+ * Decodes and validates the frames of one WebSocket message; anything malformed comes back as
+ * `ok: false` with the reason (and nothing of the message is used).
+ */
+export function decodeFrames(input: ArrayBuffer | ArrayBufferView): DecodeManyResult {
   // ArrayBuffer.isView rather than instanceof: buffers may come from another realm (a test runner, a worker).
   const bytes = ArrayBuffer.isView(input) ? new Uint8Array(input.buffer, input.byteOffset, input.byteLength) : new Uint8Array(input);
-  if (bytes.byteLength < HEADER_BYTES) return fail(`frame of ${bytes.byteLength} bytes is shorter than the ${HEADER_BYTES}-byte header`);
-  if (bytes[0] !== PROTOCOL_VERSION) return fail(`protocol version ${bytes[0]} is not supported (this end speaks version ${PROTOCOL_VERSION})`);
-  const type = TYPE_NAMES.get(bytes[1]);
-  if (!type) return fail(`unknown frame type ${bytes[1]}`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const stream = view.getUint32(2);
-  const payload = bytes.subarray(HEADER_BYTES);
-  if (isSessionType(type) !== (stream === 0)) {
-    return fail(isSessionType(type) ? `${type} frame must be on stream 0` : `${type} frame must not be on stream 0`);
-  }
+  const frames: Frame[] = [];
+  let offset = 0;
+  do {
+    const left = bytes.byteLength - offset;
+    if (left < HEADER_BYTES) return fail(`frame of ${left} bytes is shorter than the ${HEADER_BYTES}-byte header`);
+    if (bytes[offset] !== PROTOCOL_VERSION) return fail(`protocol version ${bytes[offset]} is not supported (this end speaks version ${PROTOCOL_VERSION})`);
+    const type = TYPE_NAMES.get(bytes[offset + 1]);
+    if (!type) return fail(`unknown frame type ${bytes[offset + 1]}`);
+    const stream = view.getUint32(offset + 2);
+    const length = view.getUint32(offset + 6);
+    if (length > left - HEADER_BYTES) return fail(`${type} frame declares ${length} payload bytes but the message has ${left - HEADER_BYTES} left`);
+    if (isSessionType(type) !== (stream === 0)) {
+      return fail(isSessionType(type) ? `${type} frame must be on stream 0` : `${type} frame must not be on stream 0`);
+    }
+    const decoded = decodePayload(type, stream, bytes.subarray(offset + HEADER_BYTES, offset + HEADER_BYTES + length));
+    if (!decoded.ok) return fail(decoded.error);
+    frames.push(decoded.frame);
+    offset += HEADER_BYTES + length;
+  } while (offset < bytes.byteLength);
+  return { ok: true, frames };
+}
 
+/** Decodes a message that holds exactly one frame. */
+export function decodeFrame(input: ArrayBuffer | ArrayBufferView): DecodeResult {
+  const decoded = decodeFrames(input);
+  if (!decoded.ok) return decoded;
+  if (decoded.frames.length !== 1) return fail(`expected one frame, the message has ${decoded.frames.length}`);
+  return { ok: true, frame: decoded.frames[0] };
+}
+
+function decodePayload(type: FrameTypeName, stream: number, payload: Uint8Array): DecodeResult {
+  const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
   switch (type) {
     case "data":
       if (payload.byteLength < 4) return fail("data frame must start with a 4-byte sequence number");
       if (payload.byteLength - 4 > MAX_DATA_CHUNK) return fail(`data frame of ${payload.byteLength - 4} bytes exceeds ${MAX_DATA_CHUNK}`);
-      return { ok: true, frame: { type, stream, seq: view.getUint32(HEADER_BYTES), bytes: payload.subarray(4) } };
+      return { ok: true, frame: { type, stream, seq: view.getUint32(0), bytes: payload.subarray(4) } };
     case "end":
       if (payload.byteLength !== 4) return fail("end frame must carry a 4-byte count of data frames");
-      return { ok: true, frame: { type, stream, count: view.getUint32(HEADER_BYTES) } };
+      return { ok: true, frame: { type, stream, count: view.getUint32(0) } };
     case "window": {
       if (payload.byteLength !== 4) return fail("window frame must carry a 4-byte increment");
-      const increment = view.getUint32(HEADER_BYTES);
+      const increment = view.getUint32(0);
       if (increment === 0) return fail("window increment must be positive");
       return { ok: true, frame: { type, stream, increment } };
     }
@@ -280,6 +312,50 @@ export function decodeFrame(input: ArrayBuffer | ArrayBufferView): DecodeResult 
       const frame = (isSessionType(type) ? { type, ...parsed.data } : { type, stream, ...parsed.data }) as Frame;
       return { ok: true, frame };
     }
+  }
+}
+
+/**
+ * Collects frames sent in one turn of the event loop into as few WebSocket messages as possible: a small
+ * response (head, data, end) costs the receiver one message, not three. `schedule` decides when a batch
+ * goes out (queueMicrotask in a Worker, setImmediate in Node); a batch past MAX_MESSAGE_BYTES goes at once.
+ */
+export class FrameOutbox {
+  private parts: Uint8Array[] = [];
+  private size = 0;
+  private scheduled = false;
+
+  constructor(
+    private readonly write: (message: Uint8Array) => void,
+    private readonly schedule: (flush: () => void) => void,
+  ) {}
+
+  push(frame: Frame): void {
+    const bytes = encodeFrame(frame);
+    if (this.size + bytes.byteLength > MAX_MESSAGE_BYTES) this.flush();
+    this.parts.push(bytes);
+    this.size += bytes.byteLength;
+    if (!this.scheduled) {
+      this.scheduled = true;
+      this.schedule(() => this.flush());
+    }
+  }
+
+  flush(): void {
+    this.scheduled = false;
+    if (this.parts.length === 0) return;
+    const parts = this.parts;
+    const size = this.size;
+    this.parts = [];
+    this.size = 0;
+    if (parts.length === 1) return this.write(parts[0]);
+    const message = new Uint8Array(size);
+    let offset = 0;
+    for (const part of parts) {
+      message.set(part, offset);
+      offset += part.byteLength;
+    }
+    this.write(message);
   }
 }
 

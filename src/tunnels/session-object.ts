@@ -14,8 +14,8 @@ import type { HostClaim } from "./host-object.ts";
 import { publicUrl, randomLabel, type PublicBase } from "./hostnames.ts";
 import {
   CloseCode,
-  decodeFrame,
-  encodeFrame,
+  decodeFrames,
+  FrameOutbox,
   HEARTBEAT_PING,
   HEARTBEAT_PONG,
   ResetCode,
@@ -62,11 +62,16 @@ const RANDOM_LABEL_ATTEMPTS = 4;
 
 export class TunnelSession extends DurableObject<Env> {
   private readonly streams: EdgeStreams;
+  private readonly outbox: FrameOutbox;
   private lastFrameAt = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(HEARTBEAT_PING, HEARTBEAT_PONG));
+    this.outbox = new FrameOutbox(
+      (message) => this.write(message),
+      (flush) => queueMicrotask(flush),
+    );
     this.streams = new EdgeStreams({
       send: (frame) => this.send(frame),
       failureResponse: (failure, host) => streamFailure(failure.code, failure.message, host).toResponse(),
@@ -92,9 +97,16 @@ export class TunnelSession extends DurableObject<Env> {
       else await this.protocolError(ws, "text messages other than heartbeats are not part of the protocol");
       return;
     }
-    const decoded = decodeFrame(message);
+    const decoded = decodeFrames(message);
     if (!decoded.ok) return this.protocolError(ws, decoded.error);
-    const frame = decoded.frame;
+    try {
+      for (const frame of decoded.frames) await this.onFrame(ws, frame);
+    } finally {
+      this.streams.endBatch();
+    }
+  }
+
+  private async onFrame(ws: WebSocket, frame: Frame): Promise<void> {
     switch (frame.type) {
       case "hello":
         return this.hello();
@@ -274,11 +286,16 @@ export class TunnelSession extends DurableObject<Env> {
     await this.endSession(`protocol error: ${message}`);
   }
 
+  /** Frames go out batched: those sent in one turn share a WebSocket message. */
   private send(frame: Frame): void {
+    this.outbox.push(frame);
+  }
+
+  private write(message: Uint8Array): void {
     const ws = this.socket();
     if (!ws) return;
     try {
-      ws.send(encodeFrame(frame));
+      ws.send(message);
     } catch {
       // the socket is closing; its close handler ends the session
     }

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { DataSequence, decodeFrame, encodeFrame, MAX_DATA_CHUNK, OrderedReceiver, PROTOCOL_VERSION, type Frame } from "../../src/tunnels/protocol.ts";
+import { DataSequence, decodeFrame, decodeFrames, encodeFrame, FrameOutbox, MAX_DATA_CHUNK, OrderedReceiver, PROTOCOL_VERSION, type Frame } from "../../src/tunnels/protocol.ts";
 
 const roundTrip = (frame: Frame) => {
   const decoded = decodeFrame(encodeFrame(frame));
@@ -35,25 +35,40 @@ describe("frame codec", () => {
     );
   });
 
+  // version, type, stream (4), payload length (4), payload
   it.each([
-    [new Uint8Array([1, 1, 0]), "frame of 3 bytes is shorter than the 6-byte header"],
-    [new Uint8Array([9, 1, 0, 0, 0, 0]), `protocol version 9 is not supported (this end speaks version ${PROTOCOL_VERSION})`],
-    [new Uint8Array([1, 99, 0, 0, 0, 0]), "unknown frame type 99"],
-    [new Uint8Array([1, 1, 0, 0, 0, 5, 0x7b, 0x7d]), "hello frame must be on stream 0"],
-    [new Uint8Array([1, 18, 0, 0, 0, 0, 0, 0, 0, 0]), "data frame must not be on stream 0"],
-    [new Uint8Array([1, 1, 0, 0, 0, 0, 0x7b]), "hello frame payload is not valid UTF-8 JSON"],
-    [new Uint8Array([1, 20, 0, 0, 0, 1, 0, 0, 0, 0]), "window increment must be positive"],
-    [new Uint8Array([1, 19, 0, 0, 0, 1]), "end frame must carry a 4-byte count of data frames"],
+    [[1, 1, 0], "frame of 3 bytes is shorter than the 10-byte header"],
+    [[9, 1, 0, 0, 0, 0, 0, 0, 0, 0], `protocol version 9 is not supported (this end speaks version ${PROTOCOL_VERSION})`],
+    [[1, 99, 0, 0, 0, 0, 0, 0, 0, 0], "unknown frame type 99"],
+    [[1, 1, 0, 0, 0, 5, 0, 0, 0, 2, 0x7b, 0x7d], "hello frame must be on stream 0"],
+    [[1, 18, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0], "data frame must not be on stream 0"],
+    [[1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0x7b], "hello frame payload is not valid UTF-8 JSON"],
+    [[1, 20, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 0], "window increment must be positive"],
+    [[1, 19, 0, 0, 0, 1, 0, 0, 0, 0], "end frame must carry a 4-byte count of data frames"],
+    [[1, 19, 0, 0, 0, 1, 0, 0, 0, 9, 0, 0, 0, 0], "end frame declares 9 payload bytes but the message has 4 left"],
   ])("rejects %j: %s", (bytes, error) => {
-    expect(decodeFrame(bytes)).toEqual({ ok: false, error });
+    expect(decodeFrames(new Uint8Array(bytes))).toEqual({ ok: false, error });
+  });
+
+  it("reads several frames from one message, and the outbox batches frames sent in one turn", async () => {
+    const messages: Uint8Array[] = [];
+    const outbox = new FrameOutbox((message) => messages.push(message), (flush) => queueMicrotask(flush));
+    outbox.push({ type: "response_head", stream: 1, status: 200, headers: [] });
+    outbox.push({ type: "data", stream: 1, seq: 0, bytes: new Uint8Array([1, 2, 3]) });
+    outbox.push({ type: "end", stream: 1, count: 1 });
+    await Promise.resolve();
+    expect(messages).toHaveLength(1);
+    const decoded = decodeFrames(messages[0]);
+    expect(decoded.ok && decoded.frames.map((frame) => frame.type)).toEqual(["response_head", "data", "end"]);
   });
 
   it("validates JSON payloads and names the field", () => {
     const bytes = encodeFrame({ type: "welcome", session_id: "ts", region: "x", heartbeat_ms: 5 });
-    const tampered = new TextEncoder().encode(new TextDecoder().decode(bytes.subarray(6)).replace("5", '"soon"'));
-    const frame = new Uint8Array(6 + tampered.length);
-    frame.set(bytes.subarray(0, 6));
-    frame.set(tampered, 6);
+    const tampered = new TextEncoder().encode(new TextDecoder().decode(bytes.subarray(10)).replace("5", '"soon"'));
+    const frame = new Uint8Array(10 + tampered.length);
+    frame.set(bytes.subarray(0, 10));
+    new DataView(frame.buffer).setUint32(6, tampered.length);
+    frame.set(tampered, 10);
     const decoded = decodeFrame(frame);
     expect(decoded.ok).toBe(false);
     expect(!decoded.ok && decoded.error).toMatch(/^welcome frame: heartbeat_ms: /);

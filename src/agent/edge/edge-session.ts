@@ -8,8 +8,8 @@
 import WebSocket from "ws";
 import {
   AGENT_SESSION_PATH,
-  decodeFrame,
-  encodeFrame,
+  decodeFrames,
+  FrameOutbox,
   HEARTBEAT_PING,
   HEARTBEAT_PONG,
   PROTOCOL_VERSION,
@@ -94,6 +94,12 @@ export class EdgeSession {
   private lastSeen = 0;
   private pingSentAt = 0;
   private everOnline = false;
+  private readonly outbox = new FrameOutbox(
+    (message) => {
+      if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(message);
+    },
+    (flush) => setImmediate(flush),
+  );
 
   constructor(private readonly options: EdgeSessionOptions) {}
 
@@ -146,8 +152,9 @@ export class EdgeSession {
     await this.request((request_id) => ({ type: "stop_tunnel", request_id, tunnel_id: tunnelId }));
   }
 
+  /** Frames sent in one turn of the event loop share a WebSocket message. */
   send(frame: Frame): void {
-    if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(encodeFrame(frame));
+    this.outbox.push(frame);
   }
 
   /** Ends the session for good (Ctrl-C): a normal close, so the edge takes the tunnels offline at once. */
@@ -198,6 +205,9 @@ export class EdgeSession {
       },
       handshakeTimeout: 10_000,
       perMessageDeflate: false,
+      // An all-zero mask lets ws skip masking every byte it sends (the agent's main cost on large bodies).
+      // Masking protects HTTP intermediaries from what untrusted browser scripts send; the agent is not one.
+      generateMask: (mask: Buffer) => void mask.fill(0),
     });
     this.ws = ws;
     let refusal: { message: string; status: number } | undefined;
@@ -243,12 +253,15 @@ export class EdgeSession {
       if (data.toString() === HEARTBEAT_PONG && this.pingSentAt > 0) this.update({ latencyMs: Date.now() - this.pingSentAt });
       return;
     }
-    const decoded = decodeFrame(data);
+    const decoded = decodeFrames(data);
     if (!decoded.ok) {
       ws.close(1002, `protocol error: ${decoded.error}`.slice(0, 120));
       return;
     }
-    const frame = decoded.frame;
+    for (const frame of decoded.frames) this.onFrame(ws, frame);
+  }
+
+  private onFrame(ws: WebSocket, frame: Frame): void {
     switch (frame.type) {
       case "welcome":
         this.attempt = 0;

@@ -47,6 +47,8 @@ class AgentStream {
   sendWindow = INITIAL_STREAM_WINDOW;
   closed = false;
   responded = false;
+  /** The edge's end of the request body arrived: it sends nothing more, so it needs no window. */
+  requestEnded = false;
   responseDone = false;
   endSent = false;
   readonly queue: Array<FrameOf<"data">> = [];
@@ -180,10 +182,11 @@ export class LocalForwarder {
         data: (bytes) => {
           stream.observer.onRequestBody?.(bytes);
           request.write(bytes, () => {
-            if (!stream.closed) this.options.send({ type: "window", stream: stream.id, increment: bytes.byteLength });
+            if (!stream.closed && !stream.requestEnded) this.options.send({ type: "window", stream: stream.id, increment: bytes.byteLength });
           });
         },
         end: () => {
+          stream.requestEnded = true;
           stream.observer.onRequestEnd?.();
           request.end();
         },

@@ -6,7 +6,7 @@ import { WebSocketServer, type WebSocket } from "ws";
 import {
   AGENT_SESSION_PATH,
   DataSequence,
-  decodeFrame,
+  decodeFrames,
   encodeFrame,
   HEARTBEAT_PING,
   HEARTBEAT_PONG,
@@ -40,9 +40,9 @@ export class FakeSession {
         if (data.toString() === HEARTBEAT_PING) ws.send(HEARTBEAT_PONG);
         return;
       }
-      const decoded = decodeFrame(data);
+      const decoded = decodeFrames(data);
       if (!decoded.ok) throw new Error(decoded.error);
-      this.onFrame(decoded.frame);
+      for (const frame of decoded.frames) this.onFrame(frame);
     });
     ws.on("close", () => {
       this.closed = true;

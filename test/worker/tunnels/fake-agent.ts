@@ -2,7 +2,7 @@
 
 import { SELF } from "cloudflare:test";
 import { DEV_KEY } from "../management/keys.ts";
-import { AGENT_SESSION_PATH, decodeFrame, encodeFrame, HEARTBEAT_PING, type Frame, type FrameOf } from "../../../src/tunnels/protocol.ts";
+import { AGENT_SESSION_PATH, decodeFrames, encodeFrame, HEARTBEAT_PING, type Frame, type FrameOf } from "../../../src/tunnels/protocol.ts";
 
 export class FakeAgent {
   private readonly frames: Frame[] = [];
@@ -15,9 +15,9 @@ export class FakeAgent {
     ws.addEventListener("message", (event) => {
       if (typeof event.data === "string") this.texts.push(event.data);
       else {
-        const decoded = decodeFrame(event.data as ArrayBuffer);
+        const decoded = decodeFrames(event.data as ArrayBuffer);
         if (!decoded.ok) throw new Error(decoded.error);
-        this.frames.push(decoded.frame);
+        this.frames.push(...decoded.frames);
       }
       this.wake();
     });
@@ -35,6 +35,18 @@ export class FakeAgent {
 
   send(frame: Frame): void {
     this.ws.send(encodeFrame(frame));
+  }
+
+  /** Several frames in one WebSocket message, as the agent batches them. */
+  sendBatch(frames: Frame[]): void {
+    const parts = frames.map(encodeFrame);
+    const message = new Uint8Array(parts.reduce((sum, part) => sum + part.byteLength, 0));
+    let offset = 0;
+    for (const part of parts) {
+      message.set(part, offset);
+      offset += part.byteLength;
+    }
+    this.ws.send(message);
   }
 
   ping(): void {

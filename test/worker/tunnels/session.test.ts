@@ -164,6 +164,23 @@ describe("relaying public requests", () => {
     }
   });
 
+  it("answers a response that came whole in one message with its body and length, out of order or not", async () => {
+    const { agent } = await agentSession();
+    const tunnel = await agent.startOk();
+    const pending = publicFetch(tunnel.public_url!, "/small");
+    const head = await agent.next("request_head");
+    const bytes = (text: string) => new TextEncoder().encode(text);
+    agent.sendBatch([
+      { type: "data", stream: head.stream, seq: 1, bytes: bytes("world") },
+      { type: "response_head", stream: head.stream, status: 200, headers: [["content-type", "text/plain"]] },
+      { type: "end", stream: head.stream, count: 2 },
+      { type: "data", stream: head.stream, seq: 0, bytes: bytes("hello ") },
+    ]);
+    const response = await pending;
+    expect(response.headers.get("content-length")).toBe("11");
+    expect(await response.text()).toBe("hello world");
+  });
+
   it("answers 404 with ERR_SVC_3200 for a host no tunnel serves", async () => {
     const response = await SELF.fetch("http://nobodyhere.localhost:8787/");
     expect(response.status).toBe(404);
@@ -251,7 +268,7 @@ describe("going offline", () => {
 
   it("a protocol violation closes the session with 1002 and the reason", async () => {
     const { agent } = await agentSession();
-    agent.ws.send(new Uint8Array([9, 1, 0, 0, 0, 0]));
+    agent.ws.send(new Uint8Array([9, 1, 0, 0, 0, 0, 0, 0, 0, 0]));
     await eventually(async () => agent.closed !== undefined);
     expect(agent.closed).toMatchObject({ code: 1002 });
     expect(agent.closed?.reason).toContain("protocol version 9");
