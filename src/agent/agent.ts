@@ -69,12 +69,15 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     api = await startApiServer(app, config.web_addr);
   }
 
+  // Start-up tunnels are known (and shown) at once, and open as soon as the session is online.
+  const wanted = await Promise.all((options.tunnels ?? []).map(({ name, definition }) => tunnels.start(name, definition, { whenOnline: true })));
   session.start();
   const ready = (async () => {
     await session.waitOnline();
-    const started: Tunnel[] = [];
-    for (const { name, definition } of options.tunnels ?? []) started.push(await tunnels.start(name, definition, { whenOnline: true }));
-    return started;
+    const settled = await Promise.all(wanted.map((tunnel) => tunnels.settled(tunnel)));
+    const failed = settled.find((tunnel) => tunnel.state === "failed");
+    if (failed) throw new Error(`tunnel '${failed.name}' did not start: ${failed.error}`);
+    return settled;
   })();
   ready.catch(() => undefined); // the caller decides; an unobserved rejection must not crash the process
 

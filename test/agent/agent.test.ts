@@ -1,5 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startAgent, type Agent } from "../../src/agent/agent.ts";
+import { sendToLocal } from "../../src/agent/edge/replay.ts";
+import type { ExchangeInfo } from "../../src/agent/edge/exchange.ts";
 import { parseAgentConfig } from "../../src/agent/settings/load.ts";
 import { INITIAL_STREAM_WINDOW } from "../../src/tunnels/protocol.ts";
 import { FakeEdge } from "./support/fake-edge.ts";
@@ -179,6 +181,18 @@ describe("relaying to the local service", () => {
     const metrics = agent.tunnels.get("web")!.metrics.snapshot();
     expect(metrics.conns).toMatchObject({ count: 1, gauge: 0 });
     expect(metrics.http.p50).toBeGreaterThan(0);
+  });
+
+  it("replays a request to the local service through the same taps, marked as a replay", async () => {
+    const agent = await agentWith({ tunnels: { web: { addr: upstream.port } } });
+    await agentReady(agent, ["web"]);
+    const seen: ExchangeInfo[] = [];
+    agent.tunnels.addTap({ open: (info) => void seen.push(info) });
+    const answer = await sendToLocal(agent.tunnels.get("web")!, { method: "POST", target: "/replayed?x=1", headers: [["x-a", "1"]], body: Buffer.from("again") });
+    expect(answer.ok && answer.status).toBe(200);
+    expect(answer.ok && JSON.parse(Buffer.from(answer.body).toString())).toMatchObject({ method: "POST", url: "/replayed?x=1", bodyLength: 5, headers: { "x-a": "1" } });
+    expect(seen).toMatchObject([{ tunnelName: "web", method: "POST", target: "/replayed?x=1", replay: true }]);
+    expect(agent.tunnels.get("web")!.metrics.snapshot().http.count).toBe(1);
   });
 
   it("resets with upstream_unreachable when nothing listens on addr", async () => {

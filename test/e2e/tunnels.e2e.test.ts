@@ -23,17 +23,24 @@ let upstream: Upstream;
 let agent: Agent;
 let client: NgrokClient;
 
-async function until<T>(probe: () => Promise<T> | T, ok: (value: T) => boolean, timeoutMs = 15_000): Promise<T> {
+async function until<T>(probe: () => Promise<T> | T, ok: (value: T) => boolean, timeoutMs = 15_000, intervalMs = 100): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
     if (ok(value)) return value;
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
 
-const onlineIds = async () => ((await edge.management("/tunnels")).body.tunnels as Array<{ id: string }>).map((tunnel) => tunnel.id);
+/** The management API allows 120 requests a minute per key: poll it gently. */
+const MANAGEMENT_POLL_MS = 400;
+
+async function onlineIds(): Promise<string[]> {
+  const { status, body } = await edge.management("/tunnels");
+  if (status !== 200) throw new Error(`GET /tunnels answered ${status}: ${JSON.stringify(body)}`);
+  return (body.tunnels as Array<{ id: string }>).map((tunnel) => tunnel.id);
+}
 
 beforeAll(async () => {
   [edge, upstream] = await Promise.all([Edge.start({ heartbeatMs: 1000 }), startUpstream()]);
@@ -158,12 +165,12 @@ describe("the tollgate CLI", () => {
 
       cli.kill("SIGSTOP");
       const stoppedAt = Date.now();
-      await until(onlineIds, (ids) => !ids.includes(tunnelId), 10_000);
+      await until(onlineIds, (ids) => !ids.includes(tunnelId), 10_000, MANAGEMENT_POLL_MS);
       expect(Date.now() - stoppedAt).toBeLessThan(8000);
       expect((await fetchPublic(edge.url, publicUrl, "/")).status).toBe(404);
 
       cli.kill("SIGCONT");
-      await until(() => fetchPublic(edge.url, publicUrl, "/back").then((answer) => answer.status), (status) => status === 200, 15_000);
+      await until(() => fetchPublic(edge.url, publicUrl, "/back").then((answer) => answer.status), (status) => status === 200, 15_000, 250);
 
       cli.kill("SIGINT");
       expect(await exited).toBe(0);
@@ -191,6 +198,6 @@ describe("when the edge restarts", () => {
       .filter((tunnel) => tunnel.state === "online")
       .map((tunnel) => tunnel.id)
       .sort();
-    await until(async () => (await onlineIds()).sort(), (ids) => JSON.stringify(ids) === JSON.stringify(current), 10_000);
+    await until(async () => (await onlineIds()).sort(), (ids) => JSON.stringify(ids) === JSON.stringify(current), 10_000, MANAGEMENT_POLL_MS);
   });
 });

@@ -38,6 +38,8 @@ export interface ForwarderOptions {
   connectTimeoutMs?: number;
   /** Time for the local service to send its response head (default 60 s). */
   responseTimeoutMs?: number;
+  /** Marks the exchanges as replays (the agent sent them, not a public client). */
+  replay?: boolean;
 }
 
 const keepAlive = { http: new http.Agent({ keepAlive: true, maxSockets: 256 }), https: new https.Agent({ keepAlive: true, maxSockets: 256 }) };
@@ -121,6 +123,8 @@ export class LocalForwarder {
       return;
     }
     const headers = relayedHeaders(head);
+    // HTTP/1.1 needs a Host; the edge always sends the public one, a replay may not.
+    if (!headers.some(([name]) => name.toLowerCase() === "host")) headers.unshift(["host", tunnel.url.host]);
     const startNs = process.hrtime.bigint();
     const info: ExchangeInfo = {
       key: `${this.options.sessionKey()}:${head.stream}`,
@@ -134,6 +138,7 @@ export class LocalForwarder {
       headers,
       remoteAddr: head.client_addr,
       scheme: head.scheme,
+      ...(this.options.replay ? { replay: true } : {}),
     };
     const stream = new AgentStream(head.stream, tunnel, combineObservers(tunnel.taps.map((tap) => tap.open(info))), startNs);
     this.streams.set(head.stream, stream);

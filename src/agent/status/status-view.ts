@@ -90,7 +90,7 @@ export function showStatus(agent: Agent, stream: StatusStream, { tty = stream.is
     let timer: ReturnType<typeof setTimeout> | undefined;
     const draw = () => {
       timer = undefined;
-      stream.write(`\x1b[H\x1b[2J${renderStatus(agent, stream.columns ?? 80)}`);
+      stream.write(`\x1b[H\x1b[2J${renderStatus(agent, stream.columns || 80)}`);
     };
     const soon = () => {
       timer ??= setTimeout(draw, 100);

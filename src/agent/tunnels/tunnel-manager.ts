@@ -168,11 +168,26 @@ export class TunnelManager {
     this.changed(tunnel);
   }
 
+  /** Resolves when the tunnel is online, or failed (the edge refused it). */
+  settled(tunnel: Tunnel): Promise<Tunnel> {
+    return new Promise((resolve) => {
+      const check = () => tunnel.state === "online" || tunnel.state === "failed" || tunnel.state === "stopped";
+      if (check()) return resolve(tunnel);
+      const off = this.onChange((changed) => {
+        if (changed === tunnel && check()) {
+          off();
+          resolve(tunnel);
+        }
+      });
+    });
+  }
+
   private async reopenAll(): Promise<void> {
     await Promise.all(
       this.list().map((tunnel) =>
         this.open(tunnel).catch((error: Error) => {
-          tunnel.state = "failed";
+          // a refusal is final; a session that dropped meanwhile reopens the tunnel when it is back
+          tunnel.state = error instanceof EdgeRefusal && TRANSIENT.has(error.code) ? "offline" : "failed";
           tunnel.error = error.message;
           this.changed(tunnel);
         }),
