@@ -1,0 +1,40 @@
+/** Settings of a bench run: defaults from issue 2, each one overridable from the environment. */
+
+export interface BenchConfig {
+  /** autocannon connections per run. */
+  readonly connections: number;
+  /** Seconds per autocannon run. */
+  readonly durationSeconds: number;
+  /** Rounds of A B C … runs; medians are taken over them. */
+  readonly rounds: number;
+  /** Seconds of discarded load per target before the first round. */
+  readonly warmupSeconds: number;
+  /** Seconds of the end-to-end accuracy run (0 skips it). */
+  readonly accuracySeconds: number;
+  /** Seed of the accuracy schedules. */
+  readonly seed: number;
+}
+
+function fromEnv(name: string, fallback: number, { min = 0, integer = true } = {}): number {
+  const text = process.env[name];
+  if (text === undefined || text === "") return fallback;
+  const value = Number(text);
+  if (!Number.isFinite(value) || value < min || (integer && !Number.isInteger(value))) {
+    throw new Error(`${name} must be ${integer ? "an integer" : "a number"} ≥ ${min} (got '${text}')`);
+  }
+  return value;
+}
+
+export function readConfig(): BenchConfig {
+  return {
+    connections: fromEnv("BENCH_CONNECTIONS", 50, { min: 1 }),
+    durationSeconds: fromEnv("BENCH_DURATION", 5, { min: 1 }),
+    rounds: fromEnv("BENCH_ROUNDS", 3, { min: 1 }),
+    warmupSeconds: fromEnv("BENCH_WARMUP", 1),
+    accuracySeconds: fromEnv("BENCH_ACCURACY_SECONDS", 100),
+    seed: fromEnv("BENCH_SEED", 20_260_426),
+  };
+}
+
+export const ENV_HELP =
+  "BENCH_CONNECTIONS (50), BENCH_DURATION s (5), BENCH_ROUNDS (3), BENCH_WARMUP s (1), BENCH_ACCURACY_SECONDS (100; 0 skips), BENCH_SEED";

@@ -1,0 +1,120 @@
+/**
+ * `npm run bench`: Tollgate's rate limiting measured side by side with a bare pass-through and with
+ * hono-rate-limiter + its Durable Object store, all in one run; then the accuracy against an exact
+ * sliding log. Progress goes to stderr, results to stdout. See docs/benchmark.md for how to read them.
+ */
+
+import { cpus, loadavg } from "node:os";
+import { performance } from "node:perf_hooks";
+import { runAccuracy } from "./accuracy.ts";
+import { measureAlgorithmAccuracy } from "./algorithm-accuracy.ts";
+import { ENV_HELP, readConfig } from "./config.ts";
+import { ACCURACY_BUCKET_HEADER, LIMITS, PATHS } from "./gateway-files.ts";
+import { accuracyLines, checkLines, markdownTable, textTable } from "./report.ts";
+import { FAIL_OPEN_MARKER, startStack } from "./stack.ts";
+import { atLeast, caveatFor, exactly, roundRatio, summarize } from "./summary.ts";
+import { measureAlternating, type Target } from "./throughput.ts";
+
+const progress = (message: string) => process.stderr.write(`· ${message}\n`);
+
+async function counter(url: string): Promise<number> {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`${url} answered ${response.status}`);
+  return ((await response.json()) as { objectCalls: number }).objectCalls;
+}
+
+const config = readConfig();
+const started = performance.now();
+const machine = `${cpus().length} × ${cpus()[0]?.model.trim() ?? "cpu"}, load ${loadavg()[0]!.toFixed(2)}, Node ${process.version}`;
+progress(`settings: ${config.connections} connections × ${config.durationSeconds} s, ${config.rounds} rounds (override: ${ENV_HELP})`);
+
+const stack = await startStack();
+progress(`upstream ${stack.origin}, gateway ${stack.gateway.url}, peer ${stack.peer.url}`);
+try {
+  const gatewayCalls = () => counter(`${stack.gateway.url}/__tollgate/stats`);
+  const peerCalls = () => counter(`${stack.peer.url}/__peer/stats`);
+  const failOpen = () => stack.gateway.linesContaining(FAIL_OPEN_MARKER);
+  const gw = { objectCalls: gatewayCalls, cpuSeconds: stack.gateway.cpuSeconds, failOpen };
+  const peer = { objectCalls: peerCalls, cpuSeconds: stack.peer.cpuSeconds };
+  const targets: Target[] = [
+    { id: "bare", label: "bare pass-through", url: stack.gateway.url + PATHS.bare, kind: "bare", cpuSeconds: stack.gateway.cpuSeconds },
+    { id: "allowed", label: "rate-limit, allowed path", url: stack.gateway.url + PATHS.limited, kind: "allowed", ...gw },
+    { id: "flood", label: "rate-limit, flood", url: stack.gateway.url + PATHS.flood, kind: "flood", ...gw },
+    { id: "peer-allowed", label: "peer: hono-rate-limiter + DO, allowed", url: `${stack.peer.url}/allowed`, kind: "allowed", ...peer },
+    { id: "peer-flood", label: "peer: hono-rate-limiter + DO, flood", url: `${stack.peer.url}/flood`, kind: "flood", ...peer },
+  ];
+
+  const samples = await measureAlternating(targets, {
+    rounds: config.rounds,
+    warmupSeconds: config.warmupSeconds,
+    load: { connections: config.connections, durationSeconds: config.durationSeconds },
+    onProgress: progress,
+  });
+  const rows = summarize(targets, samples, "bare");
+
+  progress("accuracy: pure algorithm over simulated time");
+  const algorithm = measureAlgorithmAccuracy(config.seed);
+  let accuracy;
+  const failOpenBeforeAccuracy = failOpen();
+  if (config.accuracySeconds > 0) {
+    progress(`accuracy: end to end, ${config.accuracySeconds} s of bursts on one bucket`);
+    accuracy = await runAccuracy({
+      url: stack.gateway.url + PATHS.accuracy,
+      headers: { [ACCURACY_BUCKET_HEADER]: `run-${Date.now()}` },
+      capacity: LIMITS.accuracy.capacity,
+      windowMs: LIMITS.accuracy.windowMs,
+      durationMs: config.accuracySeconds * 1000,
+      seed: config.seed,
+    });
+  }
+
+  const row = (id: string) => rows.find((r) => r.target.id === id)!;
+  const caveat = (...ids: string[]) => caveatFor(ids.map(row));
+  const checks = [
+    atLeast("allowed path vs bare", row("allowed").ratioToBare, 0.8, caveat("bare", "allowed")),
+    atLeast("flood vs bare", row("flood").ratioToBare, 1.0, caveat("bare", "flood")),
+    atLeast("allowed path vs peer allowed path", roundRatio(samples, "allowed", "peer-allowed"), 1.5, caveat("allowed", "peer-allowed")),
+    atLeast("flood vs peer flood", roundRatio(samples, "flood", "peer-flood"), 1.5, caveat("flood", "peer-flood")),
+    ...(accuracy
+      ? [
+          exactly(
+            "over-admitted, end to end",
+            accuracy.overAdmitted,
+            0,
+            accuracy.failures > 0 ? `${accuracy.failures} requests got no 200/429 answer; an admission may hide among them` : undefined,
+          ),
+        ]
+      : []),
+    exactly("over-admitted, algorithm over simulated time", algorithm.overAdmitted, 0),
+  ];
+
+  const failures = rows.filter((r) => r.failures > 0 || r.failOpen > 0);
+  const out = [
+    "",
+    `Tollgate benchmark — ${machine}`,
+    `${config.connections} connections × ${config.durationSeconds} s per run, targets alternated for ${config.rounds} rounds; ` +
+      "req/s and latencies are medians over rounds; × bare is the median of per-round ratios.",
+    "",
+    textTable(rows),
+    "",
+    checkLines(checks),
+    "",
+    "Accuracy",
+    accuracyLines(accuracy, algorithm, LIMITS.accuracy.capacity, LIMITS.accuracy.rate, failOpen() - failOpenBeforeAccuracy),
+    ...(failures.length > 0
+      ? ["", `WARNING: errors or uncounted requests: ${failures.map((r) => `${r.target.label} ${r.failures} errors, ${r.failOpen} uncounted`).join("; ")}`]
+      : []),
+    "",
+    "Markdown (for the README):",
+    "",
+    markdownTable(rows),
+    "",
+    `Bench took ${((performance.now() - started) / 1000).toFixed(0)} s.`,
+  ];
+  process.stdout.write(`${out.join("\n")}\n`);
+  if (failures.length > 0) {
+    process.stderr.write(`gateway output:\n${stack.gateway.recentOutput()}\npeer output:\n${stack.peer.recentOutput()}\n`);
+  }
+} finally {
+  await stack.close();
+}

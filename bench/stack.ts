@@ -1,0 +1,67 @@
+/**
+ * Everything the bench measures, started side by side: the local upstream, the gateway bundled with
+ * the bench's policy files, and the hono-rate-limiter peer, each Worker in its own workerd.
+ */
+
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { bundleWorker } from "./bundle.ts";
+import { benchPolicyFiles, LIMITS } from "./gateway-files.ts";
+import { startUpstream } from "./upstream.ts";
+import { hostWorker, type WorkerHost } from "./workerd.ts";
+
+const ROOT = resolve(fileURLToPath(import.meta.url), "../..");
+
+/** What src/gateway/limiter-client.ts logs when counting fails and the request proceeds uncounted. */
+export const FAIL_OPEN_MARKER = "rate-limit: counting failed";
+
+export interface BenchStack {
+  readonly origin: string;
+  readonly gateway: WorkerHost;
+  readonly peer: WorkerHost;
+  close(): Promise<void>;
+}
+
+export async function startStack(): Promise<BenchStack> {
+  const dir = mkdtempSync(join(tmpdir(), "tollgate-bench-"));
+  const closers: Array<() => Promise<void>> = [async () => rmSync(dir, { recursive: true, force: true })];
+  const close = async () => {
+    for (const closeOne of closers.reverse()) await closeOne().catch(() => {});
+  };
+  try {
+    const upstream = await startUpstream();
+    closers.push(() => upstream.close());
+    const [gatewayScript, peerScript] = await Promise.all([
+      bundleWorker({ entry: join(ROOT, "src/worker.ts"), outdir: join(dir, "gateway"), policyFiles: benchPolicyFiles(upstream.origin) }),
+      bundleWorker({ entry: join(ROOT, "bench/peer/worker.ts"), outdir: join(dir, "peer") }),
+    ]);
+    const gateway = await hostWorker({
+      name: "tollgate",
+      wranglerConfig: join(ROOT, "wrangler.toml"),
+      script: gatewayScript,
+      vars: { TOLLGATE_DEBUG_STATS: "1" },
+      persistDir: join(dir, "gateway-state"),
+      countLinesContaining: [FAIL_OPEN_MARKER],
+    });
+    closers.push(() => gateway.close());
+    const peer = await hostWorker({
+      name: "peer",
+      wranglerConfig: join(ROOT, "bench/peer/wrangler.toml"),
+      script: peerScript,
+      vars: {
+        ORIGIN: upstream.origin,
+        ALLOWED_LIMIT: String(LIMITS.allowed.capacity),
+        FLOOD_LIMIT: String(LIMITS.flood.capacity),
+        WINDOW_MS: String(LIMITS.flood.windowMs),
+      },
+      persistDir: join(dir, "peer-state"),
+    });
+    closers.push(() => peer.close());
+    return { origin: upstream.origin, gateway, peer, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
