@@ -54,11 +54,12 @@ export const OFFLINE_HEADER = "x-tollgate-tunnel-offline";
 export const SESSION_INFO_HEADER = "x-tollgate-session-info";
 /** A session is dead after this many heartbeat intervals without a ping or frame. */
 const MISSED_HEARTBEATS = 3;
-/** Registry leases outlast a few missed renewals. */
-const LEASE_HEARTBEATS = 4;
+/** Registry leases outlast one missed liveness check (they matter only when the edge itself died). */
+const LEASE_HEARTBEATS = MISSED_HEARTBEATS * 2;
 const META_KEY = "meta";
 const TUNNEL_PREFIX = "tunnel:";
 const RANDOM_LABEL_ATTEMPTS = 4;
+const ALARM_SLACK_MS = 100;
 
 export class TunnelSession extends DurableObject<Env> {
   private readonly streams: EdgeStreams;
@@ -141,12 +142,15 @@ export class TunnelSession extends DurableObject<Env> {
     if (!ws) return this.endSession("the agent's connection is gone");
     const lastPing = this.ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? 0;
     const lastSeen = Math.max(lastPing, this.lastFrameAt, meta.connectedAt);
-    if (Date.now() - lastSeen > meta.heartbeatMs * MISSED_HEARTBEATS) {
+    const deadline = lastSeen + meta.heartbeatMs * MISSED_HEARTBEATS;
+    if (Date.now() > deadline) {
       closeQuietly(ws, CloseCode.heartbeatTimeout, "no heartbeat from the agent");
       return this.endSession("the agent stopped answering heartbeats");
     }
     if (this.tunnels().length > 0) await renewOnlineTunnels(this.env, meta.accountId, meta.sessionId, meta.heartbeatMs * LEASE_HEARTBEATS);
-    await this.ctx.storage.setAlarm(Date.now() + meta.heartbeatMs);
+    // Wake up next when the session would be dead if no ping came meanwhile: a silent agent is found
+    // right at its deadline, and a healthy session leaves the object idle long enough to hibernate.
+    await this.ctx.storage.setAlarm(Math.max(deadline, Date.now() + meta.heartbeatMs) + ALARM_SLACK_MS);
   }
 
   private async acceptAgent(request: Request): Promise<Response> {
@@ -157,7 +161,7 @@ export class TunnelSession extends DurableObject<Env> {
     this.ctx.acceptWebSocket(server);
     const meta: SessionMeta = { ...info, connectedAt: Date.now() };
     this.ctx.storage.kv.put(META_KEY, meta);
-    await this.ctx.storage.setAlarm(Date.now() + meta.heartbeatMs);
+    await this.ctx.storage.setAlarm(Date.now() + meta.heartbeatMs * MISSED_HEARTBEATS + ALARM_SLACK_MS);
     return new Response(null, { status: 101, webSocket: client });
   }
 
