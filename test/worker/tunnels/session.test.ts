@@ -223,6 +223,26 @@ describe("relaying public requests", () => {
     expect(await (await pending).text()).toBe("ok");
   });
 
+  it("lets the agent answer before the request body has all gone out (the body keeps flowing)", async () => {
+    const { agent } = await agentSession();
+    const tunnel = await agent.startOk();
+    const size = INITIAL_STREAM_WINDOW * 2;
+    const pending = publicFetch(tunnel.public_url!, "/early", { method: "POST", body: new Uint8Array(size).fill(1) });
+    const head = await agent.next("request_head");
+    agent.send({ type: "response_head", stream: head.stream, status: 200, headers: [] });
+    let received = 0;
+    for (;;) {
+      const frame = await agent.nextOf(["data", "end"], (f) => f.stream === head.stream);
+      if (frame.type === "end") break;
+      received += frame.bytes.byteLength;
+      agent.send({ type: "window", stream: head.stream, increment: frame.bytes.byteLength });
+    }
+    expect(received).toBe(size);
+    agent.send({ type: "data", stream: head.stream, seq: 0, bytes: new TextEncoder().encode(`got ${received}`) });
+    agent.send({ type: "end", stream: head.stream, count: 1 });
+    expect(await (await pending).text()).toBe(`got ${size}`);
+  });
+
   it("applies the tunnel's traffic policy: a rate limit answers 429 with retry-after", async () => {
     const { agent } = await agentSession();
     const tunnel = await agent.startOk({
