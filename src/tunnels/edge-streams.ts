@@ -53,6 +53,8 @@ class EdgeStream {
   early: Uint8Array[] = [];
   /** The agent's end arrived (after all its data). */
   ended = false;
+  /** Response bytes received and not yet acknowledged: the agent may not go past the window. */
+  unacknowledged = 0;
   writer?: WritableStreamDefaultWriter<Uint8Array>;
   writeChain: Promise<void> = Promise.resolve();
   requestReader?: ReadableStreamDefaultReader<Uint8Array>;
@@ -132,6 +134,8 @@ export class EdgeStreams {
       case "response_head":
         return this.onResponseHead(stream, frame);
       case "data":
+        stream.unacknowledged += frame.bytes.byteLength;
+        if (stream.unacknowledged > INITIAL_STREAM_WINDOW) return this.reset(stream, ResetCode.protocolError, "the agent sent past its flow-control window");
         if (!stream.inbound.data(frame.seq, frame.bytes)) this.reset(stream, ResetCode.protocolError, `data frame ${frame.seq} repeated or past the end`);
         return;
       case "end":
@@ -257,6 +261,7 @@ export class EdgeStreams {
         this.reset(stream, ResetCode.cancelled, "the public client went away");
         return;
       }
+      stream.unacknowledged -= bytes.byteLength;
       // after its end the agent sends nothing more, so it needs no more window
       if (!stream.closed && !stream.ended) this.options.send({ type: "window", stream: stream.id, increment: bytes.byteLength });
     });

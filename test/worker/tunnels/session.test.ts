@@ -243,6 +243,20 @@ describe("relaying public requests", () => {
     expect(await (await pending).text()).toBe(`got ${size}`);
   });
 
+  it("resets a stream whose agent sends past its flow-control window", async () => {
+    const { agent } = await agentSession();
+    const tunnel = await agent.startOk();
+    const pending = publicFetch(tunnel.public_url!, "/flood");
+    const head = await agent.next("request_head");
+    agent.send({ type: "response_head", stream: head.stream, status: 200, headers: [] });
+    const chunk = new Uint8Array(64 * 1024);
+    // all in one message, so no acknowledgement can come in between
+    agent.sendBatch(Array.from({ length: INITIAL_STREAM_WINDOW / chunk.byteLength + 1 }, (_, seq) => ({ type: "data" as const, stream: head.stream, seq, bytes: chunk })));
+    const reset = await agent.next("reset", (frame) => frame.stream === head.stream);
+    expect(reset).toMatchObject({ code: "protocol_error", message: "the agent sent past its flow-control window" });
+    await expect((await pending).arrayBuffer()).rejects.toThrow();
+  });
+
   it("applies the tunnel's traffic policy: a rate limit answers 429 with retry-after", async () => {
     const { agent } = await agentSession();
     const tunnel = await agent.startOk({
