@@ -6,16 +6,8 @@
  * one message (a small one) is answered with the whole body at once, without a stream.
  */
 
-import {
-  DataSequence,
-  HOP_BY_HOP_HEADERS,
-  INITIAL_STREAM_WINDOW,
-  OrderedReceiver,
-  ResetCode,
-  type Frame,
-  type FrameOf,
-  type StreamFrame,
-} from "./protocol.ts";
+import { HOP_BY_HOP_HEADERS, INITIAL_STREAM_WINDOW, ResetCode, type Frame, type FrameOf, type StreamFrame } from "./protocol.ts";
+import { DataSequence, OrderedReceiver } from "./framing.ts";
 
 export interface RelayRequest {
   readonly tunnelId: string;

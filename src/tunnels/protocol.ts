@@ -20,7 +20,8 @@
  *
  * Data frames are numbered per stream and direction, and `end` says how many there were, so a receiver
  * restores the order even where its runtime hands over messages out of order (a Durable Object's
- * WebSocket events may be dispatched so); OrderedReceiver does that for both ends.
+ * WebSocket events may be dispatched so). framing.ts has the helpers both ends use for that and for
+ * batching frames into messages.
  *
  * Heartbeats are the text messages HEARTBEAT_PING (agent) and HEARTBEAT_PONG (edge), outside the binary
  * frames, so a hibernating TunnelSession can answer them without waking up.
@@ -311,127 +312,6 @@ function decodePayload(type: FrameTypeName, stream: number, payload: Uint8Array)
       }
       const frame = (isSessionType(type) ? { type, ...parsed.data } : { type, stream, ...parsed.data }) as Frame;
       return { ok: true, frame };
-    }
-  }
-}
-
-/**
- * Collects frames sent in one turn of the event loop into as few WebSocket messages as possible: a small
- * response (head, data, end) costs the receiver one message, not three. `schedule` decides when a batch
- * goes out (queueMicrotask in a Worker, setImmediate in Node); a batch past MAX_MESSAGE_BYTES goes at once.
- */
-export class FrameOutbox {
-  private parts: Uint8Array[] = [];
-  private size = 0;
-  private scheduled = false;
-
-  constructor(
-    private readonly write: (message: Uint8Array) => void,
-    private readonly schedule: (flush: () => void) => void,
-  ) {}
-
-  push(frame: Frame): void {
-    const bytes = encodeFrame(frame);
-    if (this.size + bytes.byteLength > MAX_MESSAGE_BYTES) this.flush();
-    this.parts.push(bytes);
-    this.size += bytes.byteLength;
-    if (!this.scheduled) {
-      this.scheduled = true;
-      this.schedule(() => this.flush());
-    }
-  }
-
-  flush(): void {
-    this.scheduled = false;
-    if (this.parts.length === 0) return;
-    const parts = this.parts;
-    const size = this.size;
-    this.parts = [];
-    this.size = 0;
-    if (parts.length === 1) return this.write(parts[0]);
-    const message = new Uint8Array(size);
-    let offset = 0;
-    for (const part of parts) {
-      message.set(part, offset);
-      offset += part.byteLength;
-    }
-    this.write(message);
-  }
-}
-
-/** Numbers the data frames of one stream direction and splits chunks to MAX_DATA_CHUNK. */
-export class DataSequence {
-  private sent = 0;
-
-  constructor(private readonly stream: number) {}
-
-  *frames(chunk: Uint8Array): Generator<FrameOf<"data">> {
-    for (let offset = 0; offset < chunk.byteLength; offset += MAX_DATA_CHUNK) {
-      yield { type: "data", stream: this.stream, seq: this.sent++, bytes: chunk.subarray(offset, Math.min(offset + MAX_DATA_CHUNK, chunk.byteLength)) };
-    }
-  }
-
-  end(): FrameOf<"end"> {
-    return { type: "end", stream: this.stream, count: this.sent };
-  }
-}
-
-export interface OrderedSink {
-  data(bytes: Uint8Array): void;
-  end(): void;
-}
-
-/**
- * Delivers one stream direction's body in order: nothing before the head has been seen (`open`), data by
- * sequence number, the end after the last data frame. Anything early waits (at most a window's worth).
- */
-export class OrderedReceiver {
-  private opened: boolean;
-  private next = 0;
-  private endAt: number | undefined;
-  private ended = false;
-  private readonly early = new Map<number, Uint8Array>();
-
-  constructor(
-    private readonly sink: OrderedSink,
-    { headFirst }: { headFirst: boolean },
-  ) {
-    this.opened = !headFirst;
-  }
-
-  /** The head arrived: what waited for it may go. */
-  open(): void {
-    this.opened = true;
-    this.drain();
-  }
-
-  /** False when the sequence number was already used (a protocol error). */
-  data(seq: number, bytes: Uint8Array): boolean {
-    if (seq < this.next || this.early.has(seq) || (this.endAt !== undefined && seq >= this.endAt)) return false;
-    this.early.set(seq, bytes);
-    this.drain();
-    return true;
-  }
-
-  /** False when the count contradicts frames already seen. */
-  end(count: number): boolean {
-    if (this.endAt !== undefined || count < this.next) return false;
-    for (const seq of this.early.keys()) if (seq >= count) return false;
-    this.endAt = count;
-    this.drain();
-    return true;
-  }
-
-  private drain(): void {
-    if (!this.opened || this.ended) return;
-    for (let bytes = this.early.get(this.next); bytes !== undefined; bytes = this.early.get(this.next)) {
-      this.early.delete(this.next);
-      this.next++;
-      this.sink.data(bytes);
-    }
-    if (this.endAt === this.next) {
-      this.ended = true;
-      this.sink.end();
     }
   }
 }

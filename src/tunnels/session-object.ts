@@ -12,17 +12,8 @@ import { EdgeStreams } from "./edge-streams.ts";
 import { streamFailure } from "./errors.ts";
 import type { HostClaim } from "./host-object.ts";
 import { publicUrl, randomLabel, type PublicBase } from "./hostnames.ts";
-import {
-  CloseCode,
-  decodeFrames,
-  FrameOutbox,
-  HEARTBEAT_PING,
-  HEARTBEAT_PONG,
-  ResetCode,
-  TunnelFailure,
-  type Frame,
-  type FrameOf,
-} from "./protocol.ts";
+import { CloseCode, decodeFrames, HEARTBEAT_PING, HEARTBEAT_PONG, ResetCode, TunnelFailure, type Frame, type FrameOf } from "./protocol.ts";
+import { FrameOutbox } from "./framing.ts";
 import { addOnlineTunnel, removeOnlineTunnels, renewOnlineTunnels, type TunnelRecord } from "./registry-client.ts";
 import { validateTunnelStart } from "./tunnel-spec.ts";
 

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { DataSequence, decodeFrame, decodeFrames, encodeFrame, FrameOutbox, MAX_DATA_CHUNK, OrderedReceiver, PROTOCOL_VERSION, type Frame } from "../../src/tunnels/protocol.ts";
+import { decodeFrame, decodeFrames, encodeFrame, MAX_DATA_CHUNK, PROTOCOL_VERSION, type Frame } from "../../src/tunnels/protocol.ts";
+import { DataSequence, FrameOutbox, OrderedReceiver } from "../../src/tunnels/framing.ts";
 
 const roundTrip = (frame: Frame) => {
   const decoded = decodeFrame(encodeFrame(frame));

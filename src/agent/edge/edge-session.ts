@@ -9,7 +9,6 @@ import WebSocket from "ws";
 import {
   AGENT_SESSION_PATH,
   decodeFrames,
-  FrameOutbox,
   HEARTBEAT_PING,
   HEARTBEAT_PONG,
   PROTOCOL_VERSION,
@@ -17,6 +16,7 @@ import {
   type FrameOf,
   type StreamFrame,
 } from "../../tunnels/protocol.ts";
+import { FrameOutbox } from "../../tunnels/framing.ts";
 import { backoffDelay, type BackoffOptions } from "./backoff.ts";
 
 export type SessionState = "connecting" | "online" | "reconnecting" | "refused" | "closed";

@@ -9,15 +9,14 @@
 import http from "node:http";
 import https from "node:https";
 import {
-  DataSequence,
   HOP_BY_HOP_HEADERS,
   INITIAL_STREAM_WINDOW,
-  OrderedReceiver,
   ResetCode,
   type Frame,
   type FrameOf,
   type StreamFrame,
 } from "../../tunnels/protocol.ts";
+import { DataSequence, OrderedReceiver } from "../../tunnels/framing.ts";
 import { combineObservers, type ExchangeInfo, type ExchangeObserver, type ExchangeTap } from "./exchange.ts";
 
 /** What the forwarder needs to know about a tunnel. */

@@ -5,7 +5,6 @@ import type { AddressInfo } from "node:net";
 import { WebSocketServer, type WebSocket } from "ws";
 import {
   AGENT_SESSION_PATH,
-  DataSequence,
   decodeFrames,
   encodeFrame,
   HEARTBEAT_PING,
@@ -13,6 +12,7 @@ import {
   type Frame,
   type FrameOf,
 } from "../../../src/tunnels/protocol.ts";
+import { DataSequence } from "../../../src/tunnels/framing.ts";
 
 export interface RelayedResponse {
   status: number;
