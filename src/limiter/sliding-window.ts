@@ -73,28 +73,57 @@ function waitUntilBelowCapacity(subWindows: readonly SubWindow[], now: number, s
 
 /** Decides one request at `now` and returns the next state (unchanged when it is rejected). */
 export function hit(state: WindowState, now: number, spec: WindowSpec): { decision: WindowDecision; state: WindowState } {
+  const { decision, state: next } = take(state, now, spec, 1, 0);
+  return { decision: { allowed: decision.allowed, remaining: decision.remaining, retryAfterMs: decision.retryAfterMs, resetMs: decision.resetMs }, state: next };
+}
+
+export interface LeaseDecision extends WindowDecision {
+  /** Admissions granted: this request's, plus `granted - 1` the caller may use until `now + leaseMs`. */
+  readonly granted: number;
+}
+
+/** Adds `count` admissions at time `at` (never before the newest sub-window, which keeps the list ordered). */
+function record(subWindows: SubWindow[], at: number, count: number, length: number): SubWindow[] {
+  const last = subWindows[subWindows.length - 1];
+  if (last && at < last.end) return [...subWindows.slice(0, -1), { ...last, count: last.count + count }];
+  const start = at - (at % length);
+  return [...subWindows, { start, end: start + length, count }];
+}
+
+/**
+ * Decides one request at `now` and, when it is admitted and `want` > 1, leases up to `want - 1`
+ * further admissions to be used before `now + leaseMs`. Leased admissions are counted from now on
+ * and recorded at `now + leaseMs`, so each stays counted for a full window after any moment it
+ * could be used: a lease can leave admissions unused (under-admission), never add any (no
+ * over-admission). At most a tenth of the remaining room is leased, so near capacity every
+ * request is decided here, one by one.
+ */
+export function take(
+  state: WindowState,
+  now: number,
+  spec: WindowSpec,
+  want: number,
+  leaseMs: number,
+): { decision: LeaseDecision; state: WindowState } {
   const current = live(state, now, spec.windowMs);
   const counted = total(current);
   if (counted >= spec.capacity) {
     const retryAfterMs = waitUntilBelowCapacity(current, now, spec);
     return {
-      decision: { allowed: false, remaining: 0, retryAfterMs, resetMs: resetAfter(current, now, spec) },
+      decision: { allowed: false, granted: 0, remaining: 0, retryAfterMs, resetMs: resetAfter(current, now, spec) },
       state: { subWindows: current },
     };
   }
-  const last = current[current.length - 1];
-  let next: SubWindow[];
-  if (last && now < last.end) {
-    next = [...current.slice(0, -1), { ...last, count: last.count + 1 }];
-  } else {
-    const length = subWindowLength(spec.windowMs);
-    const start = now - (now % length);
-    next = [...current, { start, end: start + length, count: 1 }];
-  }
+  const room = spec.capacity - counted;
+  const leased = leaseMs > 0 ? Math.max(0, Math.min(want - 1, Math.floor(room / 10) - 1)) : 0;
+  const length = subWindowLength(spec.windowMs);
+  let next = record(current, now, 1, length);
+  if (leased > 0) next = record(next, now + leaseMs, leased, length);
   return {
     decision: {
       allowed: true,
-      remaining: spec.capacity - counted - 1,
+      granted: 1 + leased,
+      remaining: room - 1 - leased,
       retryAfterMs: 0,
       resetMs: resetAfter(next, now, spec),
     },

@@ -111,6 +111,30 @@ inbound:
     expect(counterStats.cachedRejections - cachedBefore).toBe(20);
   });
 
+  it("a busy bucket leases admissions to the isolate: far fewer object calls, still never over capacity", async () => {
+    const routes = singleEdge(`      - { id: r, match: /, upstream: echo, traffic_policy: limit.yaml }\n`, { "policies/limit.yaml": limitPolicy(400) });
+    const callsBefore = counterStats.objectCalls;
+    const leasedBefore = counterStats.leasedAdmissions;
+    const counts = { 200: 0, 429: 0 } as Record<number, number>;
+    let sent = 0;
+    const started = Date.now();
+    // Two lease periods of steady traffic from 8 concurrent clients of one bucket.
+    while (Date.now() - started < 2_200) {
+      const batch = await Promise.all(Array.from({ length: 8 }, () => send(routes, request("/busy"))));
+      for (const response of batch) {
+        counts[response.status] = (counts[response.status] ?? 0) + 1;
+        await response.body?.cancel();
+      }
+      sent += batch.length;
+    }
+    expect(sent).toBeGreaterThan(400);
+    expect(counts[200]).toBeLessThanOrEqual(400);
+    expect(counts[200]).toBeGreaterThanOrEqual(360);
+    expect(counts[200] + counts[429]).toBe(sent);
+    expect(counterStats.leasedAdmissions - leasedBefore).toBeGreaterThan(0);
+    expect(counterStats.objectCalls - callsBefore).toBeLessThan(sent / 2);
+  });
+
   it("outbound, it counts responses and replaces an over-limit response by the 429", async () => {
     const routes = singleEdge(`      - { id: r, match: /, upstream: echo, traffic_policy: out.yaml }\n`, {
       "policies/out.yaml": `
@@ -125,9 +149,8 @@ outbound:
 });
 
 function failingNamespace(failure: "throw" | "hang"): Env["RATE_LIMITER"] {
-  const stub = {
-    hit: () => (failure === "throw" ? Promise.reject(new Error("object exploded")) : new Promise(() => {})),
-  };
+  const fail = () => (failure === "throw" ? Promise.reject(new Error("object exploded")) : new Promise(() => {}));
+  const stub = { hit: fail, take: fail };
   return { idFromName: (name: string) => env.RATE_LIMITER.idFromName(name), get: () => stub } as unknown as Env["RATE_LIMITER"];
 }
 
