@@ -20,6 +20,8 @@ export interface RelayRequest {
   /** The public host (sent as the Host header, and named in error messages). */
   readonly host: string;
   readonly body: ReadableStream<Uint8Array> | null;
+  /** The public client asks for a WebSocket. */
+  readonly upgrade?: boolean;
 }
 
 export interface StreamFailure {
@@ -31,6 +33,11 @@ export interface EdgeStreamsOptions {
   send(frame: Frame): void;
   /** The public client's response when a stream fails before the agent answered. */
   failureResponse(failure: StreamFailure, host: string): Response;
+  /**
+   * The agent's local WebSocket is open: accept the public client's and answer 101. From then on the
+   * stream's messages are relayed by the session object, not here.
+   */
+  acceptWebSocket(stream: number, request: RelayRequest, headers: Headers): Response;
 }
 
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
@@ -114,8 +121,9 @@ export class EdgeStreams {
       headers,
       client_addr: request.clientAddr,
       scheme: request.scheme,
+      ...(request.upgrade ? { upgrade: "websocket" as const } : {}),
     });
-    void this.sendRequestBody(stream);
+    if (!request.upgrade) void this.sendRequestBody(stream);
     return response;
   }
 
@@ -193,9 +201,11 @@ export class EdgeStreams {
 
   private onResponseHead(stream: EdgeStream, frame: FrameOf<"response_head">): void {
     if (stream.answered || stream.head) return this.reset(stream, ResetCode.protocolError, "a second response head");
-    // 101 would need the WebSocket relay, which http tunnels do not do; the public client gets a clear 502.
-    if (frame.status === 101) return this.reset(stream, ResetCode.upstreamError, "the local service switched protocols, which tunnels do not relay");
+    // A 101 is the answer to a WebSocket upgrade only; anywhere else the public client gets a clear 502.
+    if (frame.status === 101 && !stream.request.upgrade) return this.reset(stream, ResetCode.upstreamError, "the local service switched protocols unasked");
     stream.head = frame;
+    // A WebSocket is accepted at once: messages may follow in the same batch.
+    if (frame.status === 101) return this.answer(stream);
     this.heads.add(stream);
     stream.inbound.open();
   }
@@ -213,6 +223,11 @@ export class EdgeStreams {
       } catch {
         // a header the runtime refuses (invalid characters) is dropped rather than failing the response
       }
+    }
+    if (head.status === 101) {
+      this.finish(stream);
+      stream.answer(this.options.acceptWebSocket(stream.id, stream.request, headers));
+      return;
     }
     const init = { status: head.status, statusText: head.status_text, headers, encodeBody: "manual" as const };
     if (NULL_BODY_STATUSES.has(head.status) || stream.request.method.toUpperCase() === "HEAD") {

@@ -11,8 +11,6 @@ export const TunnelErrorCode = {
   agentUnavailable: 3004,
   /** The agent could not get an answer from the local service (ngrok ERR_NGROK_8012). */
   localServiceFailed: 8012,
-  /** The request cannot be relayed through an http tunnel (WebSocket upgrade). */
-  notRelayable: 3005,
   /** The agent endpoint is used wrongly or tunnels are off. */
   agentEndpoint: 3100,
 } as const;

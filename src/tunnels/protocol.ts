@@ -19,9 +19,9 @@
  * number of bytes it has passed on, which the sender may send again.
  *
  * Data frames are numbered per stream and direction, and `end` says how many there were, so a receiver
- * restores the order even where its runtime hands over messages out of order (a Durable Object's
- * WebSocket events may be dispatched so). framing.ts has the helpers both ends use for that and for
- * batching frames into messages.
+ * restores a body's order even if its runtime hands over messages out of order (seen in workerd under the
+ * Workers Vitest integration, whose test-side sockets feed the object; not seen with network clients).
+ * framing.ts has the helpers both ends use for that and for batching frames into messages.
  *
  * Heartbeats are the text messages HEARTBEAT_PING (agent) and HEARTBEAT_PONG (edge), outside the binary
  * frames, so a hibernating TunnelSession can answer them without waking up.
@@ -36,6 +36,8 @@ export const HEARTBEAT_PING = "tollgate:ping";
 export const HEARTBEAT_PONG = "tollgate:pong";
 /** Largest body chunk carried by one data frame. */
 export const MAX_DATA_CHUNK = 64 * 1024;
+/** Largest WebSocket message relayed through a tunnel (workerd takes messages up to 1 MiB). */
+export const MAX_WS_MESSAGE = 1024 * 1024 - 1024;
 /** Unacknowledged body bytes a sender may have in flight per stream and direction. */
 export const INITIAL_STREAM_WINDOW = 512 * 1024;
 const HEADER_BYTES = 10;
@@ -65,6 +67,8 @@ export const FRAME_TYPES = {
   end: 19,
   window: 20,
   reset: 21,
+  ws_message: 22,
+  ws_close: 23,
 } as const;
 
 export type FrameTypeName = keyof typeof FRAME_TYPES;
@@ -128,6 +132,8 @@ const payloadSchemas = {
     client_addr: z.string().max(64),
     /** `http` or `https`: how the public client reached the edge. */
     scheme: z.string().max(8),
+    /** Set when the public client asks for a WebSocket: the agent opens one to the local service. */
+    upgrade: z.literal("websocket").optional(),
   }),
   response_head: z.object({
     status: z.number().int().min(100).max(599),
@@ -137,6 +143,10 @@ const payloadSchemas = {
   reset: z.object({
     code: z.string().max(64),
     message: z.string().max(4096),
+  }),
+  ws_close: z.object({
+    code: z.number().int().min(1000).max(4999),
+    reason: z.string().max(123),
   }),
 } as const;
 
@@ -157,7 +167,11 @@ export type StreamFrame =
   | { type: "data"; stream: number; seq: number; bytes: Uint8Array }
   | { type: "end"; stream: number; count: number }
   | { type: "window"; stream: number; increment: number }
-  | ({ type: "reset"; stream: number } & Payloads["reset"]);
+  | ({ type: "reset"; stream: number } & Payloads["reset"])
+  /** A message of a relayed WebSocket (after a 101 response head), either way. */
+  | { type: "ws_message"; stream: number; binary: boolean; bytes: Uint8Array }
+  /** One end of a relayed WebSocket closed; the other should close with the same code. */
+  | ({ type: "ws_close"; stream: number } & Payloads["ws_close"]);
 
 export type Frame = SessionFrame | StreamFrame;
 export type FrameOf<T extends Frame["type"]> = Extract<Frame, { type: T }>;
@@ -223,6 +237,12 @@ export function encodeFrame(frame: Frame): Uint8Array {
     case "window": {
       const bytes = header("window", stream, 4);
       new DataView(bytes.buffer).setUint32(HEADER_BYTES, frame.increment);
+      return bytes;
+    }
+    case "ws_message": {
+      const bytes = header("ws_message", stream, 1 + frame.bytes.byteLength);
+      bytes[HEADER_BYTES] = frame.binary ? 1 : 0;
+      bytes.set(frame.bytes, HEADER_BYTES + 1);
       return bytes;
     }
     default: {
@@ -298,6 +318,10 @@ function decodePayload(type: FrameTypeName, stream: number, payload: Uint8Array)
       if (increment === 0) return fail("window increment must be positive");
       return { ok: true, frame: { type, stream, increment } };
     }
+    case "ws_message":
+      if (payload.byteLength < 1 || payload[0] > 1) return fail("ws_message frame must start with a 0 (text) or 1 (binary) byte");
+      if (payload.byteLength - 1 > MAX_WS_MESSAGE) return fail(`ws_message of ${payload.byteLength - 1} bytes exceeds ${MAX_WS_MESSAGE}`);
+      return { ok: true, frame: { type, stream, binary: payload[0] === 1, bytes: payload.subarray(1) } };
     default: {
       let value: unknown;
       try {
@@ -314,6 +338,11 @@ function decodePayload(type: FrameTypeName, stream: number, payload: Uint8Array)
       return { ok: true, frame };
     }
   }
+}
+
+/** WebSocket close codes an endpoint may send (1005, 1006 and 1015 only describe what happened); others become 1000. */
+export function sendableCloseCode(code: number): number {
+  return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999) ? code : 1000;
 }
 
 /** Headers that describe one hop and are never relayed. */

@@ -8,7 +8,7 @@ import { ErrorCode, ServiceError } from "../errors.ts";
 import { runThroughPolicy } from "../gateway/pipeline.ts";
 import { compilePolicy, emptyPolicy, type CompiledPolicy } from "../policy/compile.ts";
 import { formatIssue } from "../policy/issues.ts";
-import { TunnelErrorCode, tunnelNotFound } from "./errors.ts";
+import { tunnelNotFound } from "./errors.ts";
 import type { HostClaim } from "./host-object.ts";
 import { OFFLINE_HEADER, RELAY_PATH } from "./session-object.ts";
 
@@ -55,9 +55,6 @@ function policyOf(claim: HostClaim): CompiledPolicy | ServiceError {
 export async function relayToTunnel(request: Request, env: Env, label: string): Promise<Response> {
   const url = new URL(request.url);
   const host = url.host;
-  if (request.headers.get("upgrade")?.toLowerCase() === "websocket") {
-    return new ServiceError(501, TunnelErrorCode.notRelayable, "WebSocket upgrades cannot be relayed through tunnels yet.", { host }).toResponse();
-  }
   let resolved = await resolveHost(env, label, false);
   for (;;) {
     if (!resolved) return tunnelNotFound(host).toResponse();

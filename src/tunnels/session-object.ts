@@ -12,6 +12,7 @@ import { EdgeStreams } from "./edge-streams.ts";
 import { streamFailure } from "./errors.ts";
 import type { HostClaim } from "./host-object.ts";
 import { publicUrl, randomLabel, type PublicBase } from "./hostnames.ts";
+import { AGENT_TAG, PublicSockets } from "./public-sockets.ts";
 import { CloseCode, decodeFrames, HEARTBEAT_PING, HEARTBEAT_PONG, ResetCode, TunnelFailure, type Frame, type FrameOf } from "./protocol.ts";
 import { FrameOutbox } from "./framing.ts";
 import { addOnlineTunnel, removeOnlineTunnels, renewOnlineTunnels, type TunnelRecord } from "./registry-client.ts";
@@ -55,6 +56,7 @@ const ALARM_SLACK_MS = 100;
 export class TunnelSession extends DurableObject<Env> {
   private readonly streams: EdgeStreams;
   private readonly outbox: FrameOutbox;
+  private readonly publicSockets: PublicSockets;
   private lastFrameAt = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -64,9 +66,11 @@ export class TunnelSession extends DurableObject<Env> {
       (message) => this.write(message),
       (flush) => queueMicrotask(flush),
     );
+    this.publicSockets = new PublicSockets(ctx, (frame) => this.send(frame));
     this.streams = new EdgeStreams({
       send: (frame) => this.send(frame),
       failureResponse: (failure, host) => streamFailure(failure.code, failure.message, host).toResponse(),
+      acceptWebSocket: (stream, request, headers) => this.publicSockets.accept(stream, request.tunnelId, headers),
     });
   }
 
@@ -83,6 +87,7 @@ export class TunnelSession extends DurableObject<Env> {
   }
 
   override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    if (this.publicSockets.isPublic(ws)) return this.publicSockets.fromClient(ws, message);
     this.lastFrameAt = Date.now();
     if (typeof message === "string") {
       if (message === HEARTBEAT_PING) ws.send(HEARTBEAT_PONG);
@@ -91,14 +96,21 @@ export class TunnelSession extends DurableObject<Env> {
     }
     const decoded = decodeFrames(message);
     if (!decoded.ok) return this.protocolError(ws, decoded.error);
+    // Stream frames are handled synchronously, in the order they came; only session frames (start and
+    // stop, which call other objects) are awaited, after the batch's stream frames are dealt with.
+    const sessionFrames: Frame[] = [];
     try {
-      for (const frame of decoded.frames) await this.onFrame(ws, frame);
+      for (const frame of decoded.frames) {
+        if (isSessionFrame(frame)) sessionFrames.push(frame);
+        else this.onStreamFrame(ws, frame);
+      }
     } finally {
       this.streams.endBatch();
     }
+    for (const frame of sessionFrames) await this.onSessionFrame(ws, frame);
   }
 
-  private async onFrame(ws: WebSocket, frame: Frame): Promise<void> {
+  private async onSessionFrame(ws: WebSocket, frame: Frame): Promise<void> {
     switch (frame.type) {
       case "hello":
         return this.hello();
@@ -106,6 +118,13 @@ export class TunnelSession extends DurableObject<Env> {
         return this.startTunnel(frame);
       case "stop_tunnel":
         return this.stopTunnel(frame);
+      default:
+        return this.protocolError(ws, `${frame.type} frames are sent by the edge, not by the agent`);
+    }
+  }
+
+  private onStreamFrame(ws: WebSocket, frame: Frame): void {
+    switch (frame.type) {
       case "response_head":
       case "data":
       case "end":
@@ -113,16 +132,22 @@ export class TunnelSession extends DurableObject<Env> {
       case "reset":
         this.streams.onFrame(frame);
         return;
+      case "ws_message":
+      case "ws_close":
+        this.publicSockets.fromAgent(frame);
+        return;
       default:
-        return this.protocolError(ws, `${frame.type} frames are sent by the edge, not by the agent`);
+        void this.protocolError(ws, `${frame.type} frames are sent by the edge, not by the agent`);
     }
   }
 
-  override async webSocketClose(): Promise<void> {
+  override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
+    if (this.publicSockets.isPublic(ws)) return this.publicSockets.clientClosed(ws, code, reason);
     await this.endSession("the agent closed its session");
   }
 
-  override async webSocketError(): Promise<void> {
+  override async webSocketError(ws: WebSocket): Promise<void> {
+    if (this.publicSockets.isPublic(ws)) return this.publicSockets.clientClosed(ws, 1006, "the public client's connection failed");
     await this.endSession("the agent's connection failed");
   }
 
@@ -147,9 +172,10 @@ export class TunnelSession extends DurableObject<Env> {
   private async acceptAgent(request: Request): Promise<Response> {
     const info = JSON.parse(request.headers.get(SESSION_INFO_HEADER) ?? "null") as SessionInfo | null;
     if (!info) return new Response("missing session info", { status: 400 });
-    for (const old of this.ctx.getWebSockets()) closeQuietly(old, CloseCode.sessionReplaced, "replaced by a new connection");
+    for (const old of this.ctx.getWebSockets(AGENT_TAG)) closeQuietly(old, CloseCode.sessionReplaced, "replaced by a new connection");
     const [client, server] = Object.values(new WebSocketPair());
-    this.ctx.acceptWebSocket(server);
+    server.binaryType = "arraybuffer";
+    this.ctx.acceptWebSocket(server, [AGENT_TAG]);
     const meta: SessionMeta = { ...info, connectedAt: Date.now() };
     this.ctx.storage.kv.put(META_KEY, meta);
     await this.ctx.storage.setAlarm(Date.now() + meta.heartbeatMs * MISSED_HEARTBEATS + ALARM_SLACK_MS);
@@ -171,6 +197,7 @@ export class TunnelSession extends DurableObject<Env> {
       scheme: url.searchParams.get("scheme") ?? "http",
       host: url.searchParams.get("host") ?? "",
       body: request.body,
+      upgrade: request.headers.get("upgrade")?.toLowerCase() === "websocket",
     });
   }
 
@@ -255,6 +282,7 @@ export class TunnelSession extends DurableObject<Env> {
   private async dropTunnel(meta: SessionMeta, tunnel: SessionTunnel): Promise<void> {
     this.ctx.storage.kv.delete(TUNNEL_PREFIX + tunnel.id);
     this.streams.failTunnel(tunnel.id, { code: ResetCode.unknownTunnel, message: "the tunnel was stopped" });
+    this.publicSockets.close("the tunnel was stopped", tunnel.id);
     await Promise.allSettled([
       tunnel.label ? hostObject(this.env, tunnel.label).release(tunnel.id) : Promise.resolve(),
       removeOnlineTunnels(this.env, meta.accountId, meta.sessionId, [tunnel.id]),
@@ -264,6 +292,7 @@ export class TunnelSession extends DurableObject<Env> {
   /** Takes every tunnel of the session offline and forgets the session. */
   private async endSession(reason: string): Promise<void> {
     this.streams.failAll({ code: "agent_disconnected", message: reason });
+    this.publicSockets.close("the tunnel's agent went away");
     const meta = this.meta();
     const tunnels = this.tunnels();
     for (const tunnel of tunnels) this.ctx.storage.kv.delete(TUNNEL_PREFIX + tunnel.id);
@@ -297,7 +326,7 @@ export class TunnelSession extends DurableObject<Env> {
   }
 
   private socket(): WebSocket | undefined {
-    return this.ctx.getWebSockets().find((ws) => ws.readyState === WebSocket.OPEN);
+    return this.ctx.getWebSockets(AGENT_TAG).find((ws) => ws.readyState === WebSocket.OPEN);
   }
 
   private meta(): SessionMeta | undefined {
@@ -307,6 +336,10 @@ export class TunnelSession extends DurableObject<Env> {
   private tunnels(): SessionTunnel[] {
     return [...this.ctx.storage.kv.list<SessionTunnel>({ prefix: TUNNEL_PREFIX })].map(([, tunnel]) => tunnel);
   }
+}
+
+function isSessionFrame(frame: Frame): boolean {
+  return frame.type === "hello" || frame.type === "start_tunnel" || frame.type === "stop_tunnel" || !("stream" in frame);
 }
 
 function hostObject(env: Env, label: string) {

@@ -6,7 +6,9 @@
 
 import { spawn, type ChildProcessByStdio } from "node:child_process";
 import { createInterface } from "node:readline";
+import type { AddressInfo } from "node:net";
 import type { Readable } from "node:stream";
+import WebSocket, { WebSocketServer } from "ws";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAgent, type Agent } from "../../src/agent/agent.ts";
@@ -123,6 +125,44 @@ describe("a tunnel through the agent API", () => {
     stalled.resume();
     for await (const chunk of stalled) chunks.push(chunk as Buffer);
     expect(sha256(Buffer.concat(chunks))).toBe(sha256(patternBytes(TEN_MIB)));
+  });
+
+  it("relays a WebSocket: subprotocol, text and binary messages both ways in order, close code", async () => {
+    const local = new WebSocketServer({ port: 0, host: "127.0.0.1", handleProtocols: (protocols) => (protocols.has("chat") ? "chat" : false) });
+    local.on("connection", (socket, request) => {
+      socket.send(`welcome to ${request.url} via ${request.headers["x-forwarded-host"]}`);
+      socket.on("message", (data, isBinary) => {
+        if (!isBinary && data.toString() === "bye") socket.close(4001, "asked to");
+        else socket.send(data, { binary: isBinary });
+      });
+    });
+    await new Promise((resolve) => local.once("listening", resolve));
+    try {
+      const { public_url } = await client.startTunnel({ name: "ws", addr: (local.address() as AddressInfo).port });
+      const host = new URL(public_url).host;
+      const socket = new WebSocket(`ws://127.0.0.1:${edge.port}/live?x=1`, ["chat"], { headers: { host } });
+      const messages: Array<{ data: string; binary: boolean }> = [];
+      socket.on("message", (data: Buffer, isBinary) => messages.push({ data: isBinary ? data.toString("hex") : data.toString(), binary: isBinary }));
+      const closed = new Promise<[number, string]>((resolve) => socket.once("close", (code, reason) => resolve([code, reason.toString()])));
+      await new Promise((resolve, reject) => socket.once("open", resolve).once("error", reject));
+      expect(socket.protocol).toBe("chat");
+      socket.send("ping");
+      socket.send(Buffer.from([1, 2, 255]));
+      await until(() => messages.length, (count) => count === 3, 5000);
+      expect(messages).toEqual([
+        { data: `welcome to /live?x=1 via ${host}`, binary: false },
+        { data: "ping", binary: false },
+        { data: "0102ff", binary: true },
+      ]);
+      // order holds over a burst, text and binary mixed
+      for (let i = 0; i < 500; i++) socket.send(i % 2 ? String(i) : Buffer.from(String(i)));
+      await until(() => messages.length, (count) => count === 503, 10_000);
+      expect(messages.slice(3).map((message, i) => (message.binary ? Buffer.from(message.data, "hex").toString() : message.data) === String(i)).every(Boolean)).toBe(true);
+      socket.send("bye");
+      expect(await closed).toEqual([4001, "asked to"]);
+    } finally {
+      local.close();
+    }
   });
 
   it("answers 502 with a clear message when the local service refuses", async () => {

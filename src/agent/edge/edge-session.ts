@@ -289,6 +289,8 @@ export class EdgeSession {
       case "end":
       case "window":
       case "reset":
+      case "ws_message":
+      case "ws_close":
         this.options.onStreamFrame(frame);
         return;
       default:

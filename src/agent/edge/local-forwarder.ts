@@ -12,12 +12,14 @@ import {
   HOP_BY_HOP_HEADERS,
   INITIAL_STREAM_WINDOW,
   ResetCode,
+  sendableCloseCode,
   type Frame,
   type FrameOf,
   type StreamFrame,
 } from "../../tunnels/protocol.ts";
 import { DataSequence, OrderedReceiver } from "../../tunnels/framing.ts";
 import { combineObservers, type ExchangeInfo, type ExchangeObserver, type ExchangeTap } from "./exchange.ts";
+import { connectLocalWebSocket, type LocalSocket } from "./local-websocket.ts";
 
 /** What the forwarder needs to know about a tunnel. */
 export interface LocalTunnel {
@@ -57,6 +59,8 @@ class AgentStream {
   inbound!: OrderedReceiver;
   request?: http.ClientRequest;
   response?: http.IncomingMessage;
+  /** For a relayed WebSocket: the agent's socket to the local service. */
+  socket?: LocalSocket;
   timers: Array<ReturnType<typeof setTimeout>> = [];
 
   constructor(
@@ -105,6 +109,12 @@ export class LocalForwarder {
         return;
       case "reset":
         return this.close(stream, { code: frame.code, message: frame.message });
+      case "ws_message":
+        stream.socket?.send(frame.bytes, frame.binary);
+        return;
+      case "ws_close":
+        stream.socket?.close(sendableCloseCode(frame.code), frame.reason);
+        return this.close(stream);
       case "response_head":
         return this.reset(stream, ResetCode.protocolError, "response_head is sent by the agent, not the edge");
     }
@@ -141,8 +151,12 @@ export class LocalForwarder {
     };
     const stream = new AgentStream(head.stream, tunnel, combineObservers(tunnel.taps.map((tap) => tap.open(info))), startNs);
     this.streams.set(head.stream, stream);
+    if (head.upgrade === "websocket") this.openWebSocket(stream, head, headers);
+    else this.openHttp(stream, head, headers);
+  }
 
-    const url = tunnel.url;
+  private openHttp(stream: AgentStream, head: FrameOf<"request_head">, headers: Array<[string, string]>): void {
+    const url = stream.tunnel.url;
     const secure = url.protocol === "https:";
     const request = (secure ? https : http).request({
       protocol: url.protocol,
@@ -196,6 +210,50 @@ export class LocalForwarder {
         },
       },
       { headFirst: false },
+    );
+  }
+
+  /** The public client asked for a WebSocket: open one to the local service and relay its messages. */
+  private openWebSocket(stream: AgentStream, head: FrameOf<"request_head">, headers: Array<[string, string]>): void {
+    const origin = stream.tunnel.url.origin;
+    stream.inbound = new OrderedReceiver({ data: () => undefined, end: () => undefined }, { headFirst: false });
+    stream.socket = connectLocalWebSocket(
+      stream.tunnel.url,
+      head.target,
+      headers,
+      {
+        open: (responseHeaders) => {
+          if (stream.closed) return stream.socket?.terminate();
+          stream.responded = true;
+          this.options.send({ type: "response_head", stream: stream.id, status: 101, status_text: "Switching Protocols", headers: responseHeaders });
+          stream.observer.onResponseHead?.({ status: 101, statusText: "Switching Protocols", headers: responseHeaders, httpVersion: "1.1" });
+        },
+        message: (bytes, binary) => {
+          if (!stream.closed) this.options.send({ type: "ws_message", stream: stream.id, binary, bytes });
+        },
+        close: (code, reason) => {
+          if (stream.closed) return;
+          this.options.send({ type: "ws_close", stream: stream.id, code: sendableCloseCode(code), reason: reason.slice(0, 120) });
+          stream.observer.onResponseEnd?.(process.hrtime.bigint() - stream.startNs);
+          this.close(stream);
+        },
+        refused: (status, statusText, responseHeaders, body) => {
+          if (stream.closed) return;
+          stream.responded = true;
+          this.options.send({ type: "response_head", stream: stream.id, status, status_text: statusText, headers: responseHeaders });
+          stream.observer.onResponseHead?.({ status, statusText, headers: responseHeaders, httpVersion: "1.1" });
+          for (const frame of stream.outbound.frames(body)) this.options.send(frame);
+          this.options.send(stream.outbound.end());
+          stream.observer.onResponseEnd?.(process.hrtime.bigint() - stream.startNs);
+          this.close(stream);
+        },
+        failed: (error) => {
+          if (stream.closed) return;
+          const unreachable = error.code !== undefined && UNREACHABLE.has(error.code);
+          this.reset(stream, unreachable ? ResetCode.upstreamUnreachable : ResetCode.upstreamError, `could not open a WebSocket to ${origin}: ${error.message}`);
+        },
+      },
+      { handshakeTimeoutMs: this.connectTimeoutMs },
     );
   }
 
@@ -262,9 +320,10 @@ export class LocalForwarder {
     stream.closed = true;
     stream.clearTimers();
     this.streams.delete(stream.id);
-    if (error || !stream.request?.writableFinished) {
+    if (error || (stream.request && !stream.request.writableFinished)) {
       stream.request?.destroy();
       stream.response?.destroy();
+      stream.socket?.terminate();
     }
     stream.observer.onClose?.({ error, durationNs: process.hrtime.bigint() - stream.startNs });
   }

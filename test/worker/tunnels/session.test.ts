@@ -276,6 +276,63 @@ describe("relaying public requests", () => {
   });
 });
 
+describe("relaying WebSockets", () => {
+  it("upgrades when the agent's local socket opens, then relays messages and closes both ways", async () => {
+    const { agent } = await agentSession();
+    const tunnel = await agent.startOk();
+    const pending = publicFetch(tunnel.public_url!, "/socket?room=1", { headers: { upgrade: "websocket", "sec-websocket-protocol": "chat" } });
+    const head = await agent.next("request_head");
+    expect(head).toMatchObject({ method: "GET", target: "/socket?room=1", upgrade: "websocket" });
+    expect(head.headers).toContainEqual(["sec-websocket-protocol", "chat"]);
+    agent.send({ type: "response_head", stream: head.stream, status: 101, headers: [["sec-websocket-protocol", "chat"]] });
+    const response = await pending;
+    expect(response.status).toBe(101);
+    expect(response.headers.get("sec-websocket-protocol")).toBe("chat");
+    const ws = response.webSocket!;
+    ws.accept();
+    const received: string[] = [];
+    ws.addEventListener("message", (event) => received.push(String(event.data)));
+    let closed: { code: number; reason: string } | undefined;
+    ws.addEventListener("close", (event) => (closed = { code: event.code, reason: event.reason }));
+
+    ws.send("hello from the public client");
+    const fromClient = await agent.next("ws_message", (frame) => frame.stream === head.stream);
+    expect(fromClient.binary).toBe(false);
+    expect(new TextDecoder().decode(fromClient.bytes)).toBe("hello from the public client");
+
+    agent.send({ type: "ws_message", stream: head.stream, binary: false, bytes: new TextEncoder().encode("hello from the local service") });
+    await eventually(async () => received.length === 1);
+    expect(received).toEqual(["hello from the local service"]);
+
+    agent.send({ type: "ws_close", stream: head.stream, code: 4000, reason: "bye" });
+    await eventually(async () => closed !== undefined);
+    expect(closed).toEqual({ code: 4000, reason: "bye" });
+  });
+
+  it("passes the local service's refusal of an upgrade on as its response", async () => {
+    const { agent } = await agentSession();
+    const tunnel = await agent.startOk();
+    const pending = publicFetch(tunnel.public_url!, "/nope", { headers: { upgrade: "websocket" } });
+    const head = await agent.next("request_head");
+    await answer(agent, head, 404, "no socket here");
+    const response = await pending;
+    expect(response.status).toBe(404);
+    expect(await response.text()).toBe("no socket here");
+  });
+
+  it("tells the agent when the public client closes", async () => {
+    const { agent } = await agentSession();
+    const tunnel = await agent.startOk();
+    const pending = publicFetch(tunnel.public_url!, "/", { headers: { upgrade: "websocket" } });
+    const head = await agent.next("request_head");
+    agent.send({ type: "response_head", stream: head.stream, status: 101, headers: [] });
+    const ws = (await pending).webSocket!;
+    ws.accept();
+    ws.close(1000, "done");
+    expect(await agent.next("ws_close", (frame) => frame.stream === head.stream)).toMatchObject({ code: 1000, reason: "done" });
+  });
+});
+
 describe("going offline", () => {
   it("a stopped tunnel leaves the registry and its host answers 404", async () => {
     const { agent } = await agentSession();
