@@ -1,0 +1,134 @@
+/**
+ * Captured exchanges as the agent API shows them: ngrok's captured-request shape (`raw` is base64 of the
+ * HTTP/1.1 message, `duration` integer nanoseconds, `start` RFC 3339 with the local UTC offset), plus
+ * `truncated`/`body_length`, `state`, `error` and `replay_of`; and a small summary for the live list.
+ */
+
+import type { CapturedExchange } from "./captured-exchange.ts";
+import { headerMap, requestHead, responseHead } from "./http-message.ts";
+
+export interface CapturedRequestView {
+  uri: string;
+  id: string;
+  tunnel_name: string;
+  remote_addr: string;
+  start: string;
+  /** Nanoseconds from the request head to the end of the exchange (so far, while pending). */
+  duration: number;
+  request: {
+    method: string;
+    proto: string;
+    headers: Record<string, string[]>;
+    uri: string;
+    raw: string;
+    truncated: boolean;
+    body_length: number;
+  };
+  response: {
+    status: string;
+    status_code: number;
+    proto: string;
+    headers: Record<string, string[]>;
+    raw: string;
+    truncated: boolean;
+    body_length: number;
+  } | null;
+  state: CapturedExchange["state"];
+  error: { code: string; message: string } | null;
+  replay_of: string | null;
+}
+
+export interface CapturedRequestSummary {
+  id: string;
+  tunnel_name: string;
+  remote_addr: string;
+  start: string;
+  duration: number;
+  method: string;
+  uri: string;
+  status_code: number | null;
+  status: string | null;
+  state: CapturedExchange["state"];
+  error: string | null;
+  replay_of: string | null;
+  request_length: number;
+  response_length: number | null;
+}
+
+const pad = (value: number, width = 2) => String(value).padStart(width, "0");
+
+/** RFC 3339 in the agent's local time with its numeric UTC offset, milliseconds kept. */
+export function rfc3339(date: Date): string {
+  const offset = -date.getTimezoneOffset();
+  const sign = offset >= 0 ? "+" : "-";
+  return (
+    `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}.${pad(date.getMilliseconds(), 3)}` +
+    `${sign}${pad(Math.floor(Math.abs(offset) / 60))}:${pad(Math.abs(offset) % 60)}`
+  );
+}
+
+export function captureUri(id: string): string {
+  return `/api/requests/http/${id}`;
+}
+
+function durationOf(exchange: CapturedExchange): number {
+  return Number(exchange.durationNs ?? process.hrtime.bigint() - exchange.startNs);
+}
+
+function base64(head: Uint8Array, body: Uint8Array): string {
+  return Buffer.concat([head, body]).toString("base64");
+}
+
+export function captureView(exchange: CapturedExchange): CapturedRequestView {
+  const { request, response } = exchange;
+  return {
+    uri: captureUri(exchange.id),
+    id: exchange.id,
+    tunnel_name: exchange.tunnelName,
+    remote_addr: exchange.remoteAddr,
+    start: rfc3339(exchange.start),
+    duration: durationOf(exchange),
+    request: {
+      method: request.method,
+      proto: request.proto,
+      headers: headerMap(request.headers),
+      uri: request.target,
+      raw: base64(requestHead(request.method, request.target, request.proto, request.headers), request.body.bytes()),
+      truncated: request.body.truncated,
+      body_length: request.body.seen,
+    },
+    response: response
+      ? {
+          status: response.status,
+          status_code: response.statusCode,
+          proto: response.proto,
+          headers: headerMap(response.headers),
+          raw: base64(responseHead(response.proto, response.status, response.headers), response.body.bytes()),
+          truncated: response.body.truncated,
+          body_length: response.body.seen,
+        }
+      : null,
+    state: exchange.state,
+    error: exchange.error ?? null,
+    replay_of: exchange.replayOf ?? null,
+  };
+}
+
+export function captureSummary(exchange: CapturedExchange): CapturedRequestSummary {
+  return {
+    id: exchange.id,
+    tunnel_name: exchange.tunnelName,
+    remote_addr: exchange.remoteAddr,
+    start: rfc3339(exchange.start),
+    duration: durationOf(exchange),
+    method: exchange.request.method,
+    uri: exchange.request.target,
+    status_code: exchange.response?.statusCode ?? null,
+    status: exchange.response?.status ?? null,
+    state: exchange.state,
+    error: exchange.error?.message ?? null,
+    replay_of: exchange.replayOf ?? null,
+    request_length: exchange.request.body.seen,
+    response_length: exchange.response?.body.seen ?? null,
+  };
+}
