@@ -2,11 +2,14 @@
 
 import type { Hono } from "hono";
 import { createAgentApi } from "./api/app.ts";
+import { requestRoutes } from "./api/request-routes.ts";
+import { CaptureStore } from "./capture/capture-store.ts";
+import { inspectorRoutes } from "./inspector/inspector-routes.ts";
 import { splitHostPort, startApiServer, type ApiServer } from "./api/server.ts";
 import type { BackoffOptions } from "./edge/backoff.ts";
 import { EdgeSession } from "./edge/edge-session.ts";
 import { LocalForwarder } from "./edge/local-forwarder.ts";
-import type { AgentConfig, TunnelDefinition } from "./settings/schema.ts";
+import { inspectDbBytes, type AgentConfig, type TunnelDefinition } from "./settings/schema.ts";
 import { TunnelManager, type Tunnel } from "./tunnels/tunnel-manager.ts";
 import { AGENT_VERSION } from "./version.ts";
 
@@ -27,6 +30,8 @@ export interface Agent {
   readonly session: EdgeSession;
   readonly tunnels: TunnelManager;
   readonly forwarder: LocalForwarder;
+  /** Captured requests of `inspect: true` tunnels (none when web_addr is false: nothing could read them). */
+  readonly capture: CaptureStore | undefined;
   /** The agent API's base URL, when web_addr is not false. */
   readonly apiUrl: string | undefined;
   /** Settles once the session is online and the start-up tunnels are open; rejects on a refusal. */
@@ -61,10 +66,17 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
   tunnels = new TunnelManager({ session, metadata: config.metadata });
 
   let api: ApiServer | undefined;
+  let capture: CaptureStore | undefined;
   if (config.web_addr !== false) {
+    capture = new CaptureStore({ maxBytes: inspectDbBytes(config) });
+    tunnels.addTap(capture.tap);
     const app = createAgentApi(
       { version: AGENT_VERSION, serverAddr: config.server_addr, session, tunnels },
-      { allowHosts: config.web_allow_hosts, listenHost: splitHostPort(config.web_addr).host, mounts: options.apiMounts },
+      {
+        allowHosts: config.web_allow_hosts,
+        listenHost: splitHostPort(config.web_addr).host,
+        mounts: [requestRoutes({ capture, tunnels }), inspectorRoutes(), ...(options.apiMounts ?? [])],
+      },
     );
     api = await startApiServer(app, config.web_addr);
   }
@@ -88,6 +100,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     session,
     tunnels,
     forwarder,
+    capture,
     apiUrl: api?.url,
     ready,
     stop: () =>

@@ -1,0 +1,399 @@
+// The Tollgate inspector page: the live list of captured requests (server-sent events from
+// /api/requests/http/events), filters, the detail of one request, replay (as is or modified), and the
+// tunnels' status. Captured data is shown with textContent only: it comes from the public internet.
+
+import {
+  base64Bytes, formatBytes, formatDuration, headerLines, headerValue, hexDump, jsonTokens, looksLikeText,
+  matchesFilter, parseHeaderLines, prettyJson, rawText, splitMessage, statusClass, statusLabel, utf8,
+} from "./format.js";
+
+const API = "/api/requests/http";
+const MAX_ROWS = 500;
+const $ = (id) => document.getElementById(id);
+
+const state = {
+  requests: new Map(), // id → summary
+  selected: null,
+  detail: null,
+  part: "request",
+  mode: "pretty",
+  filter: { path: "", method: "", status: "" },
+  tunnels: [],
+};
+
+function el(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props)) {
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else if (key.startsWith("data-") || key.startsWith("aria-")) node.setAttribute(key, value);
+    else node[key] = value;
+  }
+  for (const child of children) if (child != null) node.append(child);
+  return node;
+}
+
+async function api(path, init = {}) {
+  const response = await fetch(path, { ...init, headers: { "content-type": "application/json", ...(init.headers || {}) } });
+  if (!response.ok) {
+    let message = `${response.status} ${response.statusText}`;
+    try {
+      const body = await response.json();
+      message = body.details?.err && body.details.err !== body.msg ? `${body.msg}: ${body.details.err}` : body.msg || message;
+    } catch {}
+    throw new Error(message);
+  }
+  return response.status === 204 ? null : response.json();
+}
+
+// ---- views -------------------------------------------------------------------------------------------
+
+function showView() {
+  const status = location.pathname === "/status";
+  $("requests-view").hidden = status;
+  $("status-view").hidden = !status;
+  const [current, other] = status ? ["nav-status", "nav-requests"] : ["nav-requests", "nav-status"];
+  $(current).setAttribute("aria-current", "page");
+  $(other).removeAttribute("aria-current");
+  if (status) refreshStatus();
+}
+
+for (const link of document.querySelectorAll("nav a")) {
+  link.addEventListener("click", (event) => {
+    event.preventDefault();
+    history.pushState(null, "", link.getAttribute("href"));
+    showView();
+  });
+}
+addEventListener("popstate", showView);
+
+// ---- live list ---------------------------------------------------------------------------------------
+
+let renderQueued = false;
+function queueRender() {
+  if (renderQueued) return;
+  renderQueued = true;
+  requestAnimationFrame(() => {
+    renderQueued = false;
+    renderList();
+  });
+}
+
+function renderList() {
+  const all = [...state.requests.values()].sort((a, b) => (a.id < b.id ? 1 : -1));
+  const shown = all.filter((summary) => matchesFilter(summary, state.filter));
+  const rows = shown.slice(0, MAX_ROWS).map((summary) =>
+    el(
+      "li",
+      { class: "request-row", "data-id": summary.id, "aria-selected": String(summary.id === state.selected), tabIndex: 0 },
+      el("span", { class: "method", text: summary.method }),
+      el("span", { class: "path", text: summary.uri, title: summary.uri }, summary.replay_of ? el("span", { class: "replay", text: "↻ replay" }) : null),
+      el("span", { class: `status-badge ${statusClass(summary)}`, text: statusLabel(summary), title: summary.error || summary.status || "" }),
+      el("span", { class: "duration", text: summary.state === "pending" ? "" : formatDuration(summary.duration) }),
+    ),
+  );
+  $("request-list").replaceChildren(...rows);
+  $("empty").hidden = all.length > 0;
+  $("count").textContent = all.length === 0 ? "" : shown.length === all.length ? `${all.length} requests` : `${shown.length} of ${all.length} requests`;
+}
+
+$("request-list").addEventListener("click", (event) => {
+  const row = event.target.closest(".request-row");
+  if (row) select(row.dataset.id);
+});
+$("request-list").addEventListener("keydown", (event) => {
+  const row = event.target.closest(".request-row");
+  if (!row) return;
+  if (event.key === "Enter") select(row.dataset.id);
+  if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+    event.preventDefault();
+    const next = event.key === "ArrowDown" ? row.nextElementSibling : row.previousElementSibling;
+    if (next) {
+      next.focus();
+      select(next.dataset.id);
+    }
+  }
+});
+
+for (const [id, key] of [["filter-path", "path"], ["filter-method", "method"], ["filter-status", "status"]]) {
+  $(id).addEventListener("input", () => {
+    state.filter[key] = $(id).value;
+    queueRender();
+  });
+}
+$("filters").addEventListener("submit", (event) => event.preventDefault());
+
+$("clear").addEventListener("click", async () => {
+  try {
+    await api(API, { method: "DELETE" });
+    state.requests.clear();
+    deselect();
+    queueRender();
+  } catch (error) {
+    alert(`Could not clear: ${error.message}`);
+  }
+});
+
+function applyBatch(batch) {
+  if (batch.clear) {
+    state.requests.clear();
+    deselect();
+  }
+  for (const id of batch.remove) {
+    state.requests.delete(id);
+    if (id === state.selected) {
+      note("This request was evicted (the captured requests passed inspect_db_size).", true);
+      state.selected = null;
+    }
+  }
+  for (const summary of batch.upsert) {
+    state.requests.set(summary.id, summary);
+    if (summary.id === state.selected) loadDetail(summary.id);
+  }
+  queueRender();
+}
+
+function connect() {
+  if (!("EventSource" in window)) return poll();
+  const source = new EventSource(`${API}/events`);
+  source.addEventListener("open", () => setLive(true));
+  source.addEventListener("error", () => setLive(false));
+  source.addEventListener("snapshot", (event) => {
+    const { requests } = JSON.parse(event.data);
+    state.requests = new Map(requests.map((summary) => [summary.id, summary]));
+    if (state.selected && !state.requests.has(state.selected)) deselect();
+    setLive(true);
+    queueRender();
+  });
+  source.addEventListener("changes", (event) => applyBatch(JSON.parse(event.data)));
+}
+
+/** Without EventSource: the list endpoint every 2 s. */
+async function poll() {
+  try {
+    const { requests } = await api(`${API}?limit=${MAX_ROWS}`);
+    state.requests = new Map(requests.map((view) => [view.id, summaryOf(view)]));
+    setLive(true);
+    queueRender();
+  } catch {
+    setLive(false);
+  }
+  setTimeout(poll, 2000);
+}
+
+function summaryOf(view) {
+  return {
+    id: view.id, tunnel_name: view.tunnel_name, remote_addr: view.remote_addr, start: view.start, duration: view.duration,
+    method: view.request.method, uri: view.request.uri, status_code: view.response?.status_code ?? null, status: view.response?.status ?? null,
+    state: view.state, error: view.error?.message ?? null, replay_of: view.replay_of,
+  };
+}
+
+function setLive(on) {
+  $("live").textContent = on ? "live" : "reconnecting…";
+  $("live").className = `live ${on ? "on" : "off"}`;
+}
+
+// ---- detail ------------------------------------------------------------------------------------------
+
+function deselect() {
+  state.selected = null;
+  state.detail = null;
+  $("detail").hidden = true;
+}
+
+async function select(id) {
+  if (state.selected !== id) {
+    $("modify").hidden = true;
+    note("");
+  }
+  state.selected = id;
+  $("detail").hidden = false;
+  for (const row of document.querySelectorAll(".request-row")) row.setAttribute("aria-selected", String(row.dataset.id === id));
+  await loadDetail(id);
+}
+
+let loading = null;
+async function loadDetail(id) {
+  const request = (loading = api(`${API}/${encodeURIComponent(id)}`));
+  try {
+    const detail = await request;
+    if (request !== loading || state.selected !== id) return;
+    state.detail = detail;
+    renderDetail();
+  } catch (error) {
+    if (state.selected === id) note(`Could not load ${id}: ${error.message}`, true);
+  }
+}
+
+function renderDetail() {
+  const detail = state.detail;
+  if (!detail) return;
+  const status = detail.response ? detail.response.status : detail.state === "failed" ? "failed" : "waiting for the response…";
+  $("detail-title").textContent = `${detail.request.method} ${detail.request.uri} → ${status}`;
+  const rows = [
+    ["id", detail.id],
+    ["tunnel", detail.tunnel_name],
+    ["client", detail.remote_addr || "(the agent)"],
+    ["start", new Date(detail.start).toLocaleString() + `  (${detail.start})`],
+    ["duration", detail.state === "pending" ? `${formatDuration(detail.duration)} so far` : formatDuration(detail.duration)],
+    ["state", detail.state],
+  ];
+  if (detail.error) rows.push(["error", `${detail.error.code}: ${detail.error.message}`]);
+  if (detail.replay_of) rows.push(["replay of", detail.replay_of]);
+  $("detail-summary").replaceChildren(...rows.flatMap(([name, value]) => [el("dt", { text: name }), el("dd", { text: value })]));
+  renderPart();
+}
+
+function renderPart() {
+  const detail = state.detail;
+  for (const tab of document.querySelectorAll(".tabs button")) tab.setAttribute("aria-selected", String(tab.dataset.part === state.part));
+  for (const button of document.querySelectorAll(".mode")) button.setAttribute("aria-pressed", String(button.dataset.mode === state.mode));
+  const part = state.part === "request" ? detail.request : detail.response;
+  if (!part) {
+    $("part-line").textContent = detail.state === "failed" ? `no response: ${detail.error?.message ?? "the exchange failed"}` : "no response yet";
+    $("headers").tBodies[0].replaceChildren();
+    $("body").replaceChildren();
+    $("body-info").textContent = "";
+    $("part-raw").textContent = "";
+    $("part-pretty").hidden = state.mode !== "pretty";
+    $("part-raw").hidden = state.mode === "pretty";
+    return;
+  }
+  const bytes = base64Bytes(part.raw);
+  const { head, body } = splitMessage(bytes);
+  $("part-line").textContent = head.split("\r\n")[0];
+  const lengthNote = part.truncated ? `${formatBytes(body.length)} of ${formatBytes(part.body_length)} kept (truncated)` : formatBytes(part.body_length);
+  $("body-info").textContent = `${headerValue(part.headers, "content-type") || "no content type"} · ${lengthNote}`;
+
+  $("headers").tBodies[0].replaceChildren(
+    ...Object.entries(part.headers).flatMap(([name, values]) => values.map((value) => el("tr", {}, el("td", { text: name }), el("td", { text: value })))),
+  );
+  if (body.length === 0) $("body").replaceChildren(el("span", { class: "ctl", text: "(empty)" }));
+  else if (!looksLikeText(body)) $("body").replaceChildren(el("span", { class: "ctl", text: `binary, ${formatBytes(body.length)}:\n` }), hexDump(body, 4096));
+  else {
+    const text = utf8(body);
+    const pretty = prettyJson(text, headerValue(part.headers, "content-type"));
+    if (pretty) $("body").replaceChildren(...jsonTokens(pretty).map(([piece, cls]) => (cls ? el("span", { class: cls, text: piece }) : piece)));
+    else $("body").replaceChildren(text);
+  }
+  $("part-pretty").hidden = state.mode !== "pretty";
+  $("part-raw").hidden = state.mode === "pretty";
+  if (state.mode === "raw") $("part-raw").textContent = rawText(bytes);
+  if (state.mode === "hex") $("part-raw").textContent = hexDump(bytes);
+}
+
+for (const tab of document.querySelectorAll(".tabs button")) {
+  tab.addEventListener("click", () => {
+    state.part = tab.dataset.part;
+    if (state.detail) renderPart();
+  });
+}
+for (const button of document.querySelectorAll(".mode")) {
+  button.addEventListener("click", () => {
+    state.mode = button.dataset.mode;
+    if (state.detail) renderPart();
+  });
+}
+
+function note(text, isError = false) {
+  $("replay-note").textContent = text;
+  $("replay-note").className = `note${isError ? " error" : ""}`;
+}
+
+// ---- replay ------------------------------------------------------------------------------------------
+
+async function replay(body, button) {
+  button.disabled = true;
+  note("Replaying…");
+  try {
+    await api(API, { method: "POST", body: JSON.stringify(body) });
+    note("Replayed: the replay is the newest request in the list.");
+    return true;
+  } catch (error) {
+    note(`Replay failed: ${error.message}`, true);
+    return false;
+  } finally {
+    button.disabled = false;
+  }
+}
+
+$("replay").addEventListener("click", () => state.detail && replay({ id: state.detail.id }, $("replay")));
+
+$("replay-modify").addEventListener("click", async () => {
+  const detail = state.detail;
+  if (!detail) return;
+  const { body } = splitMessage(base64Bytes(detail.request.raw));
+  $("modify-method").value = detail.request.method;
+  $("modify-uri").value = detail.request.uri;
+  $("modify-headers").value = headerLines(detail.request.headers);
+  $("modify-body").value = utf8(body);
+  const names = await api("/api/tunnels").then(({ tunnels }) => tunnels.map((tunnel) => tunnel.name), () => [detail.tunnel_name]);
+  if (!names.includes(detail.tunnel_name)) names.unshift(detail.tunnel_name);
+  $("modify-tunnel").replaceChildren(...names.map((name) => el("option", { value: name, text: name, selected: name === detail.tunnel_name })));
+  $("modify").hidden = false;
+  $("modify-method").focus();
+});
+
+$("modify-cancel").addEventListener("click", () => ($("modify").hidden = true));
+
+$("modify").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const detail = state.detail;
+  if (!detail) return;
+  const parsed = parseHeaderLines($("modify-headers").value);
+  if (parsed.error) return note(`Headers: ${parsed.error}`, true);
+  const sent = await replay(
+    {
+      id: detail.id,
+      tunnel_name: $("modify-tunnel").value || detail.tunnel_name,
+      request: { method: $("modify-method").value.trim(), uri: $("modify-uri").value.trim(), headers: parsed.headers, body: $("modify-body").value },
+    },
+    $("modify-send"),
+  );
+  if (sent) $("modify").hidden = true;
+});
+
+// ---- status ------------------------------------------------------------------------------------------
+
+const ms = (ns) => (ns ? formatDuration(ns) : "–");
+const rate = (value) => (value ? value.toFixed(3) : "0");
+
+async function refreshStatus() {
+  if ($("status-view").hidden) return;
+  try {
+    const [status, { tunnels }] = await Promise.all([api("/api/status"), api("/api/tunnels")]);
+    const session = status.session || {};
+    $("agent-status").replaceChildren(
+      ...[
+        ["session", `${status.status}${session.id ? ` (${session.id})` : ""}`],
+        ["agent version", status.agent_version],
+        ["edge", session.server_addr],
+        ["region", session.region ?? "–"],
+        ["latency", session.latency_ms != null ? `${session.latency_ms} ms` : "–"],
+        ["reconnects", String(session.reconnects ?? 0)],
+        ...(session.last_error ? [["last error", session.last_error]] : []),
+      ].flatMap(([name, value]) => [el("dt", { text: name }), el("dd", { text: value ?? "" })]),
+    );
+    $("tunnels").tBodies[0].replaceChildren(
+      ...tunnels.map((tunnel) => {
+        const { conns, http } = tunnel.metrics;
+        const cells = [tunnel.name, tunnel.public_url || "–", tunnel.config.addr, tunnel.state ?? "", tunnel.config.inspect ? "yes" : "no"];
+        const numbers = [conns.count, conns.gauge, http.count, rate(http.rate1), rate(http.rate5), ms(http.p50), ms(http.p90), ms(http.p99)];
+        return el(
+          "tr",
+          { "data-tunnel": tunnel.name },
+          ...cells.map((text) => el("td", { text: String(text) })),
+          ...numbers.map((text) => el("td", { class: "num", text: String(text) })),
+        );
+      }),
+    );
+    if (tunnels.length === 0) $("tunnels").tBodies[0].replaceChildren(el("tr", {}, el("td", { colSpan: 13, text: "No tunnels." })));
+  } catch (error) {
+    $("agent-status").replaceChildren(el("dt", { text: "error" }), el("dd", { text: error.message }));
+  }
+}
+setInterval(refreshStatus, 2000);
+
+showView();
+connect();
