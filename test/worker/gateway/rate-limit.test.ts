@@ -117,22 +117,29 @@ inbound:
     const leasedBefore = counterStats.leasedAdmissions;
     const counts = { 200: 0, 429: 0 } as Record<number, number>;
     let sent = 0;
-    const started = Date.now();
-    // Two lease periods of steady traffic from 8 concurrent clients of one bucket.
-    while (Date.now() - started < 2_200) {
-      const batch = await Promise.all(Array.from({ length: 8 }, () => send(routes, request("/busy"))));
-      for (const response of batch) {
+    const batch = async () => {
+      const responses = await Promise.all(Array.from({ length: 8 }, () => send(routes, request("/busy"))));
+      for (const response of responses) {
         counts[response.status] = (counts[response.status] ?? 0) + 1;
         await response.body?.cancel();
       }
-      sent += batch.length;
+      sent += responses.length;
+    };
+    // Steady traffic for a little over one lease period makes the bucket "busy" in this isolate…
+    const started = Date.now();
+    while (Date.now() - started < 1_200) {
+      await batch();
+      await new Promise((resolve) => setTimeout(resolve, 40));
     }
-    expect(sent).toBeGreaterThan(400);
+    const leasedWhileSteady = counterStats.leasedAdmissions - leasedBefore;
+    // …then a flood runs it into its capacity.
+    while (counts[429] < 50 && Date.now() - started < 10_000) await batch();
+
     expect(counts[200]).toBeLessThanOrEqual(400);
-    expect(counts[200]).toBeGreaterThanOrEqual(360);
+    expect(counts[200]).toBeGreaterThanOrEqual(340);
     expect(counts[200] + counts[429]).toBe(sent);
-    expect(counterStats.leasedAdmissions - leasedBefore).toBeGreaterThan(0);
-    expect(counterStats.objectCalls - callsBefore).toBeLessThan(sent / 2);
+    expect(leasedWhileSteady + (counterStats.leasedAdmissions - leasedBefore)).toBeGreaterThan(0);
+    expect(counterStats.objectCalls - callsBefore).toBeLessThan(counts[200] / 2);
   });
 
   it("outbound, it counts responses and replaces an over-limit response by the 429", async () => {
