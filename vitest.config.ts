@@ -36,6 +36,16 @@ export default defineConfig({
         },
       },
       {
+        // The inspector page in headless Chromium (Debian's /usr/bin/chromium) via playwright-core, against a real edge.
+        test: {
+          name: "browser",
+          environment: "node",
+          include: ["test/browser/**/*.test.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
         plugins: [
           cloudflareTest({
             main: "./src/worker.ts",
