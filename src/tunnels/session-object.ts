@@ -8,6 +8,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
 import { newId } from "../ids.ts";
+import { rfc3339 } from "../management/store/timestamps.ts";
 import { EdgeStreams } from "./edge-streams.ts";
 import { streamFailure } from "./errors.ts";
 import type { HostClaim } from "./host-object.ts";
@@ -216,7 +217,7 @@ export class TunnelSession extends DurableObject<Env> {
     const spec = checked.spec;
 
     const id = newId("tn");
-    const startedAt = new Date().toISOString();
+    const startedAt = rfc3339();
     const base = { id, started_at: startedAt, region: meta.region, tunnel_session: { id: meta.sessionId }, forwards_to: spec.forwardsTo };
     // Known to the session before its host is claimed, so a public request racing the start finds it.
     this.ctx.storage.kv.put(TUNNEL_PREFIX + id, { id, name: spec.name } satisfies SessionTunnel);
