@@ -163,31 +163,45 @@ describe("the size bound", () => {
     expect(store.bytes).toBe(before);
   });
 
-  it("holds under a flood of large requests: accounted bytes within the bound, heap flat", () => {
+  it("holds under a flood of large requests: accounted bytes within the bound, heap flat", { timeout: 30_000 }, async () => {
     setFlagsFromString("--expose-gc");
     const gc = runInNewContext("gc") as () => void;
+    /** Heap plus ArrayBuffers after collecting; buffers are freed by a background sweeper, so wait for it to settle. */
+    const settled = async () => {
+      let last = Infinity;
+      for (let round = 0; round < 10; round++) {
+        gc();
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        const { heapUsed, arrayBuffers } = process.memoryUsage();
+        if (Math.abs(heapUsed + arrayBuffers - last) < 256 * 1024) break;
+        last = heapUsed + arrayBuffers;
+      }
+      return last;
+    };
     const maxBytes = 8 * MiB;
     const store = new CaptureStore({ maxBytes });
     const chunk = new Uint8Array(64 * 1024).fill(7);
+    let peak = 0;
     const flood = (count: number) => {
       for (let i = 0; i < count; i++) {
         const observer = store.tap.open(info({ target: `/upload/${i}` }));
         // 3 MiB up (past the 1 MiB cap), 512 KiB down, in 64 KiB chunks as the relay delivers them
         run(observer, { request: Array.from({ length: 48 }, () => chunk), response: Array.from({ length: 8 }, () => chunk) });
-        expect(store.bytes).toBeLessThanOrEqual(maxBytes);
+        peak = Math.max(peak, store.bytes);
       }
     };
     flood(50); // warm up: the store is full from here on
-    gc();
-    const heapBefore = process.memoryUsage().heapUsed + process.memoryUsage().arrayBuffers;
-    flood(400); // 1.2 GiB of request bodies through the tap
-    gc();
-    const heapAfter = process.memoryUsage().heapUsed + process.memoryUsage().arrayBuffers;
-    const growth = heapAfter - heapBefore;
-    console.log(`capture flood: store ${store.size} exchanges, ${(store.bytes / MiB).toFixed(2)} MiB accounted (bound 8 MiB); heap+buffers ${(heapBefore / MiB).toFixed(1)} → ${(heapAfter / MiB).toFixed(1)} MiB`);
-    expect(store.bytes).toBeLessThanOrEqual(maxBytes);
+    const before = await settled();
+    flood(400); // 1.4 GiB of bodies through the tap
+    const after = await settled();
+    console.log(
+      `capture flood: store ${store.size} exchanges, ${(store.bytes / MiB).toFixed(2)} MiB accounted, peak ${(peak / MiB).toFixed(2)} MiB (bound 8 MiB); ` +
+        `heap+buffers ${(before / MiB).toFixed(1)} → ${(after / MiB).toFixed(1)} MiB`,
+    );
+    expect(peak).toBeLessThanOrEqual(maxBytes);
     expect(store.bytes).toBeGreaterThan(maxBytes * 0.6);
-    expect(Math.abs(growth)).toBeLessThan(16 * MiB);
+    // flat: what 1.4 GiB went through leaves less behind than a few stores' worth (noise of a busy test process included)
+    expect(after - before).toBeLessThan(3 * maxBytes);
   });
 });
 
@@ -213,12 +227,11 @@ describe("the change feed", () => {
     const stop = subscribeChanges(store, (batch) => void batches.push(batch), { intervalMs: 20 });
     run(store.tap.open(info()));
     run(store.tap.open(info()));
-    await new Promise((resolve) => setTimeout(resolve, 60));
-    expect(batches).toHaveLength(1);
+    await expect.poll(() => batches.length).toBe(1);
     expect(batches[0].upsert.map((summary) => summary.state)).toEqual(["complete", "complete"]);
     store.clear();
     run(store.tap.open(info({ target: "/after" })));
-    await new Promise((resolve) => setTimeout(resolve, 60));
+    await expect.poll(() => batches.length).toBe(2);
     expect(batches[1]).toMatchObject({ clear: true, remove: [], upsert: [{ uri: "/after", status_code: 200 }] });
     stop();
     expect(store.listenerCount).toBe(0);
