@@ -287,7 +287,7 @@ describe("the live feed", () => {
 
     expect(agent.capture!.listenerCount).toBe(1);
     controller.abort();
-    await expect.poll(() => agent.capture!.listenerCount, { timeout: 2000 }).toBe(0);
+    await expect.poll(() => agent.capture!.listenerCount, { timeout: 10_000 }).toBe(0);
   });
 });
 

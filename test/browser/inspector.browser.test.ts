@@ -54,14 +54,16 @@ afterAll(async () => {
   await edge?.dispose();
 });
 
+/** Polls patiently: the whole suite shares two cores with workerd. */
+const poll = <T>(probe: () => T | Promise<T>) => expect.poll(probe, { timeout: 15_000, interval: 50 });
 const shot = (name: string) => page.screenshot({ path: `${ARTIFACTS}${name}.png` });
 const rows = () => page.locator(".request-row");
 
 describe("the inspector page in Chromium", () => {
   it("shows a request live, opens it, replays it as is and modified, filters, shows tunnel status, and clears", async () => {
     await page.goto(`${agent.apiUrl}/`);
-    await expect.poll(() => page.textContent("#live")).toBe("live");
-    await expect.poll(() => page.isVisible("#empty")).toBe(true);
+    await poll(() => page.textContent("#live")).toBe("live");
+    await poll(() => page.isVisible("#empty")).toBe(true);
 
     // a real browser request through the tunnel (Chromium resolves *.localhost), and a JSON POST from Node
     const visitor = await browser.newPage();
@@ -74,13 +76,13 @@ describe("the inspector page in Chromium", () => {
 
     const order = rows().filter({ hasText: "/orders/42?debug=1" });
     await order.waitFor();
-    await expect.poll(() => order.locator(".status-badge").textContent()).toBe("200");
+    await poll(() => order.locator(".status-badge").textContent()).toBe("200");
     expect(await rows().filter({ hasText: "/welcome?from=browser" }).count()).toBe(1);
     await shot("01-list");
 
     // the detail: summary, headers, pretty-printed JSON body, raw bytes
     await order.click();
-    await expect.poll(() => page.textContent("#detail-title")).toBe("POST /orders/42?debug=1 → 200 OK");
+    await poll(() => page.textContent("#detail-title")).toBe("POST /orders/42?debug=1 → 200 OK");
     expect(await page.textContent("#detail-summary")).toContain("tunnelweb");
     expect(await page.locator("#headers tr", { hasText: "X-Trace" }).textContent()).toBe("X-Tracet-1");
     expect(await page.textContent("#body")).toBe(JSON.stringify(JSON.parse(payload), null, 2));
@@ -96,8 +98,8 @@ describe("the inspector page in Chromium", () => {
     // Replay
     const seen = upstream.seen.length;
     await page.click("#replay");
-    await expect.poll(() => page.textContent("#replay-note")).toContain("Replayed");
-    await expect.poll(() => rows().filter({ hasText: "↻ replay" }).count()).toBe(1);
+    await poll(() => page.textContent("#replay-note")).toContain("Replayed");
+    await poll(() => rows().filter({ hasText: "↻ replay" }).count()).toBe(1);
     expect(upstream.seen.length).toBe(seen + 1);
     expect(upstream.seen.at(-1)).toMatchObject({ method: "POST", url: "/orders/42?debug=1", headers: { "x-trace": "t-1" } });
     expect(await rows().first().textContent()).toContain("/orders/42?debug=1↻ replay");
@@ -119,15 +121,15 @@ describe("the inspector page in Chromium", () => {
 
     // filters
     await page.fill("#filter-path", "orders");
-    await expect.poll(() => rows().count()).toBe(3);
+    await poll(() => rows().count()).toBe(3);
     await page.selectOption("#filter-method", "PUT");
-    await expect.poll(() => rows().count()).toBe(1);
+    await poll(() => rows().count()).toBe(1);
     await page.selectOption("#filter-method", "");
     await page.fill("#filter-path", "");
     await page.fill("#filter-status", "4xx");
-    await expect.poll(() => rows().count()).toBe(0);
+    await poll(() => rows().count()).toBe(0);
     await page.fill("#filter-status", "2xx");
-    await expect.poll(() => rows().count()).toBe(4);
+    await poll(() => rows().count()).toBe(4);
     await page.fill("#filter-status", "");
     await shot("06-filtered");
 
@@ -135,15 +137,22 @@ describe("the inspector page in Chromium", () => {
     await page.click("#nav-status");
     const tunnelRow = page.locator('#tunnels tr[data-tunnel="web"]');
     await tunnelRow.waitFor();
-    await expect.poll(async () => (await tunnelRow.locator("td").allTextContents())[7]).toBe("4");
+    await poll(async () => (await tunnelRow.locator("td").allTextContents())[7]).toBe("4");
     expect(await tunnelRow.textContent()).toContain(publicUrl);
     await shot("07-status");
     await page.click("#nav-requests");
 
-    // Clear
+    // deleting through the API empties the page (the live feed says so)
+    expect((await fetch(`${agent.apiUrl}/api/requests/http`, { method: "DELETE" })).status).toBe(204);
+    await poll(() => rows().count()).toBe(0);
+    await poll(() => page.isVisible("#empty")).toBe(true);
+
+    // and so does the Clear button
+    expect((await fetchPublic(edge.url, publicUrl, "/one-more")).status).toBe(200);
+    await rows().filter({ hasText: "/one-more" }).waitFor();
     await page.click("#clear");
-    await expect.poll(() => rows().count()).toBe(0);
-    await expect.poll(() => page.isVisible("#empty")).toBe(true);
+    await poll(() => rows().count()).toBe(0);
+    await poll(() => page.isVisible("#empty")).toBe(true);
     expect(agent.capture!.size).toBe(0);
     await shot("08-cleared");
   });
