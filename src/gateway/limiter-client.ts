@@ -61,7 +61,7 @@ function memoryOf(name: string): BucketMemory {
 }
 
 /** Forgets everything this isolate knows of buckets (tests use it between cases). */
-export function clearBlockedCache(): void {
+export function clearBucketMemory(): void {
   buckets.clear();
 }
 

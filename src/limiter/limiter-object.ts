@@ -2,7 +2,7 @@
 
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
-import { emptyWindow, expiresAt, take, type LeaseDecision, type WindowDecision, type WindowSpec, type WindowState } from "./sliding-window.ts";
+import { emptyWindow, expiresAt, take, type LeaseDecision, type WindowSpec, type WindowState } from "./sliding-window.ts";
 
 interface StoredWindow {
   state: WindowState;
@@ -20,15 +20,10 @@ export class RateLimiter extends DurableObject<Env> {
     this.stored = ctx.storage.kv.get<StoredWindow>(STORAGE_KEY) ?? { state: emptyWindow, windowMs: 0 };
   }
 
-  /** Counts one request if the window has room; the whole decision runs without yielding, so it is atomic. */
-  hit(spec: WindowSpec): WindowDecision {
-    const { granted: _granted, ...decision } = this.take(spec, 1, 0);
-    return decision;
-  }
-
   /**
    * Counts one request and, if asked, leases further admissions to the calling isolate for
-   * `leaseMs` (see `take` in sliding-window.ts): one storage write serves many requests.
+   * `leaseMs` (see `take` in sliding-window.ts): one storage write serves many requests. The whole
+   * decision runs without yielding, so it is atomic.
    */
   take(spec: WindowSpec, want: number, leaseMs: number): LeaseDecision {
     const now = Date.now();

@@ -9,25 +9,25 @@ function freshStub() {
 
 limiterBehaviour("RateLimiter Durable Object", () => {
   const stub = freshStub();
-  return async (spec) => stub.hit(spec);
+  return async (spec) => stub.take(spec, 1, 0);
 });
 
 describe("RateLimiter Durable Object", () => {
   it("keeps its window when the object is evicted and recreated", async () => {
     const stub = freshStub();
     const spec = { capacity: 3, windowMs: 60_000 };
-    await stub.hit(spec);
-    await stub.hit(spec);
+    await stub.take(spec, 1, 0);
+    await stub.take(spec, 1, 0);
     await abortAllDurableObjects();
     const restarted = env.RATE_LIMITER.get(stub.id);
-    expect(await restarted.hit(spec)).toMatchObject({ allowed: true, remaining: 0 });
-    expect((await restarted.hit(spec)).allowed).toBe(false);
+    expect(await restarted.take(spec, 1, 0)).toMatchObject({ allowed: true, remaining: 0 });
+    expect((await restarted.take(spec, 1, 0)).allowed).toBe(false);
   });
 
   it("schedules a clean-up alarm at the end of the window, and an idle bucket deletes itself", async () => {
     const stub = freshStub();
     const before = Date.now();
-    await stub.hit({ capacity: 10, windowMs: 60_000 });
+    await stub.take({ capacity: 10, windowMs: 60_000 }, 1, 0);
     const alarm = await runInDurableObject(stub, (_instance, state) => state.storage.getAlarm());
     expect(alarm).not.toBeNull();
     expect(alarm!).toBeGreaterThanOrEqual(before + 60_000);
@@ -48,7 +48,7 @@ describe("RateLimiter Durable Object", () => {
 
   it("an alarm before the window ends keeps the bucket and re-arms", async () => {
     const stub = freshStub();
-    await stub.hit({ capacity: 10, windowMs: 60_000 });
+    await stub.take({ capacity: 10, windowMs: 60_000 }, 1, 0);
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     const [keys, alarm] = await runInDurableObject(stub, async (_instance, state) => [[...state.storage.kv.list()].length, await state.storage.getAlarm()]);
     expect(keys).toBe(1);

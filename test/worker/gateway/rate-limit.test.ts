@@ -1,10 +1,10 @@
 import { env } from "cloudflare:test";
 import { beforeEach, describe, expect, it } from "vitest";
 import type { Env } from "../../../src/env.ts";
-import { clearBlockedCache, counterStats } from "../../../src/gateway/limiter-client.ts";
+import { clearBucketMemory, counterStats } from "../../../src/gateway/limiter-client.ts";
 import { gatewayFrom, send, singleEdge } from "./harness.ts";
 
-beforeEach(() => clearBlockedCache());
+beforeEach(() => clearBucketMemory());
 
 const limitPolicy = (capacity: number, name = "per-client", bucketKey = "conn.client_ip") => `
 inbound:
@@ -157,7 +157,7 @@ outbound:
 
 function failingNamespace(failure: "throw" | "hang"): Env["RATE_LIMITER"] {
   const fail = () => (failure === "throw" ? Promise.reject(new Error("object exploded")) : new Promise(() => {}));
-  const stub = { hit: fail, take: fail };
+  const stub = { take: fail };
   return { idFromName: (name: string) => env.RATE_LIMITER.idFromName(name), get: () => stub } as unknown as Env["RATE_LIMITER"];
 }
 
