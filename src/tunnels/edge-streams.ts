@@ -31,6 +31,8 @@ export interface StreamFailure {
 
 export interface EdgeStreamsOptions {
   send(frame: Frame): void;
+  /** A stream id no live stream or socket of the session holds (see stream-ids.ts). */
+  allocateId(): number;
   /** The public client's response when a stream fails before the agent answered. */
   failureResponse(failure: StreamFailure, host: string): Response;
   /**
@@ -84,7 +86,6 @@ class EdgeStream {
 export class EdgeStreams {
   private readonly streams = new Map<number, EdgeStream>();
   private readonly heads = new Set<EdgeStream>();
-  private nextId = 0;
 
   constructor(private readonly options: EdgeStreamsOptions) {}
 
@@ -92,9 +93,13 @@ export class EdgeStreams {
     return this.streams.size;
   }
 
+  has(id: number): boolean {
+    return this.streams.has(id);
+  }
+
   /** Sends the request to the agent; resolves with the response once the agent's response head arrives. */
   open(request: RelayRequest): Promise<Response> {
-    const id = this.allocateId();
+    const id = this.options.allocateId();
     let answer!: (response: Response) => void;
     const response = new Promise<Response>((resolve) => (answer = resolve));
     const stream = new EdgeStream(id, request, answer);
@@ -166,13 +171,6 @@ export class EdgeStreams {
   /** Fails every stream (the agent's connection is gone). */
   failAll(failure: StreamFailure): void {
     for (const stream of [...this.streams.values()]) this.fail(stream, failure);
-  }
-
-  private allocateId(): number {
-    do {
-      this.nextId = this.nextId >= 0xffffffff ? 1 : this.nextId + 1;
-    } while (this.streams.has(this.nextId));
-    return this.nextId;
   }
 
   private async sendRequestBody(stream: EdgeStream): Promise<void> {

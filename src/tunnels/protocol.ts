@@ -43,7 +43,7 @@ export const INITIAL_STREAM_WINDOW = 512 * 1024;
 const HEADER_BYTES = 10;
 /** Frames are batched into WebSocket messages up to about this size (workerd accepts messages up to 1 MiB). */
 export const MAX_MESSAGE_BYTES = 256 * 1024;
-const MAX_STREAM_ID = 0xffffffff;
+export const MAX_STREAM_ID = 0xffffffff;
 
 /** WebSocket close codes the edge uses (4000–4999 are free for applications). */
 export const CloseCode = {

@@ -35,6 +35,11 @@ export class PublicSockets {
     private readonly send: (frame: Frame) => void,
   ) {}
 
+  /** True while a public socket of `stream` is open (hibernated ones included). */
+  holds(stream: number): boolean {
+    return this.ctx.getWebSockets(streamTag(stream)).length > 0;
+  }
+
   isPublic(ws: WebSocket): boolean {
     return this.ctx.getTags(ws).includes(PUBLIC_TAG);
   }

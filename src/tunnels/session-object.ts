@@ -16,6 +16,7 @@ import { publicUrl, randomLabel, type PublicBase } from "./hostnames.ts";
 import { AGENT_TAG, PublicSockets } from "./public-sockets.ts";
 import { CloseCode, decodeFrames, HEARTBEAT_PING, HEARTBEAT_PONG, ResetCode, TunnelFailure, type Frame, type FrameOf } from "./protocol.ts";
 import { FrameOutbox } from "./framing.ts";
+import { StreamIds } from "./stream-ids.ts";
 import { addOnlineTunnel, removeOnlineTunnels, renewOnlineTunnels, type TunnelRecord } from "./registry-client.ts";
 import { validateTunnelStart } from "./tunnel-spec.ts";
 
@@ -50,6 +51,7 @@ const MISSED_HEARTBEATS = 3;
 /** Registry leases outlast one missed liveness check (they matter only when the edge itself died). */
 const LEASE_HEARTBEATS = MISSED_HEARTBEATS * 2;
 const META_KEY = "meta";
+const STREAM_IDS_KEY = "stream-ids";
 const TUNNEL_PREFIX = "tunnel:";
 const RANDOM_LABEL_ATTEMPTS = 4;
 const ALARM_SLACK_MS = 100;
@@ -68,8 +70,13 @@ export class TunnelSession extends DurableObject<Env> {
       (flush) => queueMicrotask(flush),
     );
     this.publicSockets = new PublicSockets(ctx, (frame) => this.send(frame));
+    const ids = new StreamIds(
+      { read: () => ctx.storage.kv.get<number>(STREAM_IDS_KEY), write: (reservedUpTo) => ctx.storage.kv.put(STREAM_IDS_KEY, reservedUpTo) },
+      (id) => this.streams.has(id) || this.publicSockets.holds(id),
+    );
     this.streams = new EdgeStreams({
       send: (frame) => this.send(frame),
+      allocateId: () => ids.allocate(),
       failureResponse: (failure, host) => streamFailure(failure.code, failure.message, host).toResponse(),
       acceptWebSocket: (stream, request, headers) => this.publicSockets.accept(stream, request.tunnelId, headers),
     });

@@ -225,6 +225,23 @@ describe("relaying to the local service", () => {
     await expect(stalled).rejects.toThrow(/within 1500 ms/);
     expect(session.pendingData(stalledStream)).toBeLessThanOrEqual(INITIAL_STREAM_WINDOW);
   });
+  it("refuses a request head for a stream that is still open, and the open exchange goes on untouched", async () => {
+    const agent = await agentWith({ tunnels: { web: { addr: upstream.port } } });
+    await agentReady(agent, ["web"]);
+    const session = await edge.session(edge.sessions.length - 1);
+    const head = (target: string) =>
+      ({ type: "request_head", stream: 7, tunnel_id: edge.tunnelId("web"), method: "GET", target, headers: [["host", "fake.localhost"]], client_addr: "203.0.113.7", scheme: "http" }) as const;
+    session.send(head("/slow/300"));
+    session.send({ type: "end", stream: 7, count: 0 });
+    session.send(head("/intruder"));
+    const refused = await session.next("reset", (frame) => frame.stream === 7);
+    expect(refused).toMatchObject({ code: "protocol_error", message: "stream 7 is still open on this agent" });
+    const response = await session.next("response_head", (frame) => frame.stream === 7);
+    expect(response.status).toBe(200);
+    const body = await session.next("data", (frame) => frame.stream === 7);
+    expect(JSON.parse(new TextDecoder().decode(body.bytes))).toMatchObject({ url: "/slow/300" });
+    expect(upstream.seen.some((request) => request.url === "/intruder")).toBe(false);
+  });
 });
 
 describe("the session", () => {

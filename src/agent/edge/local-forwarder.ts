@@ -126,6 +126,11 @@ export class LocalForwarder {
   }
 
   private open(head: FrameOf<"request_head">): void {
+    if (this.streams.has(head.stream)) {
+      // Never let a new exchange take over a live one: the open stream keeps its id, the new head is refused.
+      this.options.send({ type: "reset", stream: head.stream, code: ResetCode.protocolError, message: `stream ${head.stream} is still open on this agent` });
+      return;
+    }
     const tunnel = this.options.lookup(head.tunnel_id);
     if (!tunnel) {
       this.options.send({ type: "reset", stream: head.stream, code: ResetCode.unknownTunnel, message: `tunnel ${head.tunnel_id} is not open on this agent` });
