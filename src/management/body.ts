@@ -3,6 +3,7 @@
 import type { z } from "@hono/zod-openapi";
 import { ErrorCode, ServiceError } from "../errors.ts";
 import type { ManagementContext } from "./context.ts";
+import { decodeUtf8 } from "./utf8.ts";
 
 /** Larger bodies are refused before parsing; every body of this API is a few hundred bytes. */
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -46,7 +47,7 @@ function isJsonMediaType(contentType: string): boolean {
 
 /**
  * The body as a JSON object. A `Content-Type` other than JSON → 415 ERR_SVC_212 (a missing one is read as
- * JSON); empty, malformed or not an object → 400 ERR_SVC_213.
+ * JSON); more than {@link MAX_BODY_BYTES} bytes, not UTF-8, empty, malformed or not an object → 400 ERR_SVC_213.
  */
 export async function readJsonObject(c: ManagementContext): Promise<Record<string, unknown>> {
   const contentType = c.req.header("content-type");
@@ -57,8 +58,16 @@ export async function readJsonObject(c: ManagementContext): Promise<Record<strin
   }
   const declaredLength = Number(c.req.header("content-length") ?? "0");
   if (declaredLength > MAX_BODY_BYTES) throw tooLarge();
-  const text = await c.req.text();
-  if (text.length > MAX_BODY_BYTES) throw tooLarge();
+  const bytes = new Uint8Array(await c.req.arrayBuffer());
+  if (bytes.byteLength > MAX_BODY_BYTES) throw tooLarge();
+  // Decoded strictly: replacing ill-formed bytes by U+FFFD would store something the client never sent.
+  const decoded = decodeUtf8(bytes);
+  if (!decoded.ok) {
+    throw new ServiceError(400, ErrorCode.unparseableBody, `The request body is not valid UTF-8: the bytes at offset ${decoded.offset} are ill-formed.`, {
+      offset: decoded.offset,
+    });
+  }
+  const text = decoded.text;
   if (text.trim() === "") {
     throw new ServiceError(400, ErrorCode.unparseableBody, "The request body is empty; send a JSON object.");
   }

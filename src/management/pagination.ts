@@ -4,6 +4,7 @@ import { z } from "@hono/zod-openapi";
 import { ErrorCode, ServiceError } from "../errors.ts";
 import { isId } from "../ids.ts";
 import { validationError } from "./body.ts";
+import { text } from "./schemas.ts";
 
 export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 100;
@@ -24,16 +25,14 @@ const LIMIT_MESSAGE = `must be an integer from 1 to ${MAX_PAGE_SIZE}`;
 
 /** The query parameters of every list, as documented; unknown parameters are ignored. */
 export const pageQuerySchema = z.object({
-  limit: z
-    .string()
+  limit: text()
     .regex(/^[0-9]+$/, LIMIT_MESSAGE)
     .optional()
     .openapi({ description: `Page size, 1 … ${MAX_PAGE_SIZE}; default ${DEFAULT_PAGE_SIZE}.`, example: "100" }),
-  before_id: z
-    .string()
+  before_id: text()
     .optional()
     .openapi({ description: "Lists the items created before this id: the last id of the previous page." }),
-  beforeId: z.string().optional().openapi({ description: "Alias of `before_id` (the ngrok API clients send it)." }),
+  beforeId: text().optional().openapi({ description: "Alias of `before_id` (the ngrok API clients send it)." }),
 });
 
 /** Reads `limit` and `before_id`/`beforeId`; ids of other resources are refused (400 ERR_SVC_215). */

@@ -8,16 +8,16 @@ import { readJsonBody } from "../body.ts";
 import { requestOrigin, type ManagementContext, type ManagementEnv } from "../context.ts";
 import { errorResponses, operation } from "../operation.ts";
 import { pageLinks, pageQuerySchema, parsePageRequest } from "../pagination.ts";
-import { timestampSchema, uriSchema } from "../schemas.ts";
+import { text, timestampSchema, uriSchema } from "../schemas.ts";
 import { BOT_USER_ID_PREFIX, type BotUserRecord } from "../store/bot-users.ts";
 
+/** In characters, that is Unicode code points (see `characterCount`): at most 1,020 bytes of UTF-8. */
 export const MAX_NAME_LENGTH = 255;
 
-const nameSchema = z
-  .string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") })
-  .min(1, `must be 1 to ${MAX_NAME_LENGTH} characters`)
-  .max(MAX_NAME_LENGTH, `must be 1 to ${MAX_NAME_LENGTH} characters`)
-  .openapi({ description: `Human-readable name of the bot, 1 … ${MAX_NAME_LENGTH} characters.`, example: "deploy-bot" });
+const nameSchema = text({ length: { min: 1, max: MAX_NAME_LENGTH } }).openapi({
+  description: `Human-readable name of the bot, 1 … ${MAX_NAME_LENGTH} characters (Unicode code points; an emoji is one).`,
+  example: "deploy-bot",
+});
 
 const activeSchema = z.boolean({ error: "must be true or false" }).openapi({ description: "Whether the bot is active." });
 
@@ -37,7 +37,7 @@ export const botUserCreateSchema = z
 
 export const botUserUpdateSchema = z
   .strictObject({
-    id: z.string({ error: "must be a string" }).optional().openapi({ description: "Tolerated for clients that send it; must equal the path id." }),
+    id: text().optional().openapi({ description: "Tolerated for clients that send it; must equal the path id." }),
     name: nameSchema.optional(),
     active: activeSchema.optional(),
   })
@@ -51,7 +51,7 @@ export const botUserListSchema = z
   })
   .openapi("BotUserList");
 
-const idParams = z.object({ id: z.string().openapi({ param: { name: "id", in: "path" } }) });
+const idParams = z.object({ id: text().openapi({ param: { name: "id", in: "path" } }) });
 const json = <S extends z.ZodType>(schema: S) => ({ content: { "application/json": { schema } } });
 
 function render(c: ManagementContext, record: BotUserRecord): z.output<typeof botUserSchema> {

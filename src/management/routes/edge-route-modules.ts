@@ -11,18 +11,19 @@ import type { ManagementContext, ManagementEnv } from "../context.ts";
 import { findEdgeRoute } from "../edge-routes.ts";
 import { MODULE_KINDS, MODULE_SCHEMAS, type ModuleKind } from "../modules.ts";
 import { errorResponses, operation } from "../operation.ts";
+import { text } from "../schemas.ts";
 
 const TITLES: Record<ModuleKind, string> = { circuit_breaker: "circuit breaker", websocket_tcp_converter: "websocket TCP converter" };
 
 const routeParams = z.object({
-  edge_id: z.string().openapi({ param: { name: "edge_id", in: "path" }, description: "Edge id from policies/gateway.yaml." }),
-  id: z.string().openapi({ param: { name: "id", in: "path" }, description: "Route id of that edge." }),
+  edge_id: text().openapi({ param: { name: "edge_id", in: "path" }, description: "Edge id from policies/gateway.yaml." }),
+  id: text().openapi({ param: { name: "id", in: "path" }, description: "Route id of that edge." }),
 });
 
 /** The ids the reference clients repeat in the body; when present they must name the route of the path. */
 const pathEcho = {
-  edge_id: z.string({ error: "must be a string" }).optional(),
-  id: z.string({ error: "must be a string" }).optional(),
+  edge_id: text().optional(),
+  id: text().optional(),
 };
 
 function wrappedSchema(kind: ModuleKind) {

@@ -6,7 +6,7 @@ import { getOnlineTunnel, listOnlineTunnels, type TunnelRecord } from "../../tun
 import { requestOrigin, type ManagementContext, type ManagementEnv } from "../context.ts";
 import { errorResponses, operation } from "../operation.ts";
 import { pageLinks, pageOf, pageQuerySchema, parsePageRequest } from "../pagination.ts";
-import { refSchema, timestampSchema, uriSchema } from "../schemas.ts";
+import { refSchema, text, timestampSchema, uriSchema } from "../schemas.ts";
 
 export const TUNNEL_ID_PREFIX = "tn";
 
@@ -92,7 +92,7 @@ operation(
     path: "/tunnels/{id}",
     summary: "Get an online tunnel",
     tags: ["Tunnels"],
-    request: { params: z.object({ id: z.string().openapi({ param: { name: "id", in: "path" } }) }) },
+    request: { params: z.object({ id: text().openapi({ param: { name: "id", in: "path" } }) }) },
     responses: { 200: { description: "The tunnel.", ...json(tunnelSchema) }, ...errorResponses(404) },
   }),
   async (c: ManagementContext) => {

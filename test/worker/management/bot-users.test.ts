@@ -4,6 +4,7 @@ import { MIGRATIONS, migrate } from "../../../src/management/store/migrations.ts
 import { type BotUser, type BotUserList, ORIGIN, RFC3339_UTC, call, callError, callJson, createBotUser } from "./helpers.ts";
 
 const UNKNOWN_ID = "bot_0ERbD4CoWXJxTYICGPe8UcyAzR6";
+const NOT_WELL_FORMED = "The field 'name' must be well-formed Unicode text (it contains an unpaired surrogate such as \\ud800).";
 
 describe("create", () => {
   it("POST /bot_users → 201 with id, absolute uri, name, active (default true) and an RFC 3339 created_at", async () => {
@@ -44,6 +45,11 @@ describe("create", () => {
       ["active a string", { name: "x", active: "yes" }, 215, "active", "The field 'active' must be true or false."],
       ["active null", { name: "x", active: null }, 215, "active", "The field 'active' must be true or false."],
       ["an unknown field", { name: "x", id: "bot_x" }, 214, "id", "The field 'id' is not a known field."],
+      ["name with an unpaired high surrogate", { name: "a\ud800b" }, 215, "name", NOT_WELL_FORMED],
+      ["name with an unpaired low surrogate", { name: "\udc00" }, 215, "name", NOT_WELL_FORMED],
+      ["name with a surrogate pair in the wrong order", { name: "\ude80\ud83d" }, 215, "name", NOT_WELL_FORMED],
+      ["name of 255 unpaired surrogates", { name: "\ud800".repeat(255) }, 215, "name", NOT_WELL_FORMED],
+      ["name of 256 emoji", { name: "🚀".repeat(256) }, 215, "name", "The field 'name' must be 1 to 255 characters."],
     ];
     for (const [title, body, code, field, msg] of cases) {
       it(`${title} → 400 ERR_SVC_${code} naming '${field}'`, async () => {
@@ -55,6 +61,19 @@ describe("create", () => {
 
     it("a name of exactly 255 characters is accepted", async () => {
       expect((await createBotUser("n".repeat(255))).name).toHaveLength(255);
+    });
+
+    it("the length counts code points: 255 four-byte emoji are accepted and come back exactly as sent", async () => {
+      const name = "🚀".repeat(255);
+      const created = await createBotUser(name);
+      expect(created.name).toBe(name);
+      expect((await callJson<BotUser>("GET", `/bot_users/${created.id}`, 200)).name).toBe(name);
+    });
+
+    it("a name mixing one-, two-, three- and four-byte characters round-trips through storage unchanged", async () => {
+      const name = "a é 界 🚀 👩‍💻";
+      const created = await createBotUser(name);
+      expect((await callJson<BotUser>("GET", `/bot_users/${created.id}`, 200)).name).toBe(name);
     });
   });
 });
@@ -103,6 +122,17 @@ describe("update", () => {
     expect((await callError("PATCH", `/bot_users/${created.id}`, 400, 215, { json: { active: 1 } })).details.field).toBe("active");
     expect((await callError("PATCH", `/bot_users/${created.id}`, 400, 214, { json: { created_at: "x" } })).details.field).toBe("created_at");
     await callError("PATCH", `/bot_users/${created.id}`, 400, 213, { body: "{", headers: { "content-type": "application/json" } });
+  });
+
+  it("a name or id with an unpaired surrogate → 400 ERR_SVC_215 naming the field; the bot user is unchanged", async () => {
+    const created = await createBotUser("kept");
+    const name = await callError("PATCH", `/bot_users/${created.id}`, 400, 215, { json: { name: "\udfff" } });
+    expect(name.msg).toBe(NOT_WELL_FORMED);
+    expect(name.details.field).toBe("name");
+    const id = await callError("PATCH", `/bot_users/${created.id}`, 400, 215, { json: { id: `${created.id}\ud800` } });
+    expect(id.msg).toBe(NOT_WELL_FORMED.replace("'name'", "'id'"));
+    expect(id.details.field).toBe("id");
+    expect(await callJson<BotUser>("GET", `/bot_users/${created.id}`, 200)).toEqual(created);
   });
 
   it("an unknown id → 404", async () => {
