@@ -2,6 +2,7 @@
 
 import { z } from "zod";
 import { ErrorCode, ServiceError } from "../../errors.ts";
+import { clientIpBucket } from "../client-ip-bucket.ts";
 import type { Exchange } from "../exchange.ts";
 import { parseDuration } from "../duration.ts";
 import { defineAction } from "./action.ts";
@@ -13,7 +14,8 @@ const RATE_STEP_MS = 10_000;
 
 const BUCKET_KEY_FORMS: ReadonlyArray<[RegExp, (match: RegExpMatchArray) => (exchange: Exchange) => string]> = [
   [/^req\.host$/, () => (exchange) => exchange.request.host],
-  [/^conn\.client_ip$/, () => (exchange) => exchange.clientIp],
+  // Grouped: one bucket per IPv4 address, per IPv6 /64 (the CEL variable stays the exact address).
+  [/^conn\.client_ip$/, () => (exchange) => clientIpBucket(exchange.clientIp)],
   [/^req\.headers\['([a-z0-9!#$%&*+.^_`|~-]+)'\]$/, ([, name]) => (exchange) => exchange.request.headers.get(name) ?? ""],
   [/^getReqHeader\('([A-Za-z0-9!#$%&*+.^_`|~-]+)'\)$/, ([, name]) => (exchange) => exchange.request.headers.get(name) ?? ""],
 ];
