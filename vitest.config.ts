@@ -8,6 +8,9 @@ const testApiKeys = Object.values(TEST_KEYS)
   .map(({ account, key }) => `${account}:${createHash("sha256").update(key).digest("hex")}`)
   .join(",");
 
+/** Records the process groups a run starts (wrangler dev and its workerd) and kills any left at the end. */
+const processGroups = "test/support/process-groups-setup.ts";
+
 export default defineConfig({
   test: {
     projects: [
@@ -27,20 +30,24 @@ export default defineConfig({
       },
       {
         // The Worker under `wrangler dev`, the agent and a local upstream, for real (one edge per file).
+        // test/fixtures/ (deliberately failing runs that process-cleanup.e2e.test.ts starts) is in no project.
         test: {
           name: "e2e",
           environment: "node",
           include: ["test/e2e/**/*.test.ts"],
+          globalSetup: [processGroups],
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },
       },
       {
-        // The inspector page in headless Chromium (Debian's /usr/bin/chromium) via playwright-core, against a real edge.
+        // The inspector page in headless Chromium via playwright-core, against a real edge. Chromium comes from
+        // the @sparticuz/chromium npm package (test/browser/chromium.ts): `npm install` is all it needs.
         test: {
           name: "browser",
           environment: "node",
           include: ["test/browser/**/*.test.ts"],
+          globalSetup: [processGroups],
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },

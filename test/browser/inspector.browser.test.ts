@@ -1,21 +1,21 @@
 /**
- * The web inspector in a real browser: headless Chromium (Debian's `chromium` package) driven by
+ * The web inspector in a real browser: headless Chromium (the @sparticuz/chromium npm package) driven by
  * playwright-core, against the agent and a real edge (`wrangler dev`) and local service. Screenshots go
  * to test-artifacts/inspector/.
  */
 
-import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAgent, type Agent } from "../../src/agent/agent.ts";
 import { parseAgentConfig } from "../../src/agent/settings/load.ts";
 import { startUpstream, type Upstream } from "../agent/support/upstream.ts";
 import { Edge } from "../e2e/support/edge.ts";
 import { fetchPublic } from "../e2e/support/public-client.ts";
+import { allStarted, stopAll } from "../support/lifecycle.ts";
+import { launchChromium } from "./chromium.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/inspector/", import.meta.url));
 
 let edge: Edge;
@@ -25,19 +25,14 @@ let browser: Browser;
 let page: Page;
 let publicUrl: string;
 
-async function launch(): Promise<Browser> {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: the inspector's browser test needs Debian's Chromium (apt-get install -y chromium chromium-driver; .ci/run does it)`);
-  }
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
-  });
-}
-
 beforeAll(async () => {
   await mkdir(ARTIFACTS, { recursive: true });
-  [edge, upstream, browser] = await Promise.all([Edge.start(), startUpstream(), launch()]);
+  // Each one is assigned as soon as it is up, so that afterAll stops it even if another fails to start.
+  await allStarted(
+    Edge.start().then((started) => (edge = started)),
+    startUpstream().then((started) => (upstream = started)),
+    launchChromium().then((started) => (browser = started)),
+  );
   const parsed = parseAgentConfig({ server_addr: edge.url, web_addr: "127.0.0.1:0" });
   if (!parsed.ok) throw new Error("bad test config");
   agent = await startAgent({ config: parsed.config, tunnels: [{ name: "web", definition: { addr: String(upstream.port), inspect: true } }] });
@@ -47,12 +42,14 @@ beforeAll(async () => {
   page.on("pageerror", (error) => console.error("inspector page error:", error));
 });
 
-afterAll(async () => {
-  await browser?.close();
-  await agent?.stop();
-  await upstream?.close();
-  await edge?.dispose();
-});
+afterAll(() =>
+  stopAll(
+    () => browser?.close(),
+    () => agent?.stop(),
+    () => upstream?.close(),
+    () => edge?.dispose(),
+  ),
+);
 
 /** Polls patiently: the whole suite shares two cores with workerd. */
 const poll = <T>(probe: () => T | Promise<T>) => expect.poll(probe, { timeout: 15_000, interval: 50 });

@@ -3,7 +3,7 @@
  * directory, as `npm start` runs it. It can be killed and started again on the same port and state.
  */
 
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import { createWriteStream } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -11,6 +11,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { spawnGroup, stopGroup } from "../../support/processes.ts";
 
 export const DEV_KEY = "tgk_dev_local_only_0000000000000000";
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
@@ -31,7 +32,6 @@ export interface EdgeOptions {
 
 export class Edge {
   private child: ChildProcess | undefined;
-  private exited: Promise<void> = Promise.resolve();
 
   private constructor(
     readonly port: number,
@@ -44,6 +44,7 @@ export class Edge {
     return `http://127.0.0.1:${this.port}`;
   }
 
+  /** A new edge, answering; if it does not come up, nothing of it is left running. */
   static async start(options: EdgeOptions = {}): Promise<Edge> {
     const dir = await mkdtemp(join(tmpdir(), "tollgate-e2e-"));
     const edge = new Edge(await freePort(), join(dir, "state"), join(dir, "wrangler.log"), options);
@@ -51,8 +52,17 @@ export class Edge {
     return edge;
   }
 
-  /** Starts (or restarts) wrangler dev and waits until it answers. */
+  /** Starts (or restarts) wrangler dev and waits until it answers; stops it again if it does not. */
   async start(): Promise<void> {
+    try {
+      await this.spawn();
+    } catch (error) {
+      await this.stop();
+      throw error;
+    }
+  }
+
+  private async spawn(): Promise<void> {
     const keyHash = createHash("sha256").update(DEV_KEY).digest("hex");
     const args = [
       WRANGLER,
@@ -75,11 +85,10 @@ export class Edge {
     ];
     const log = createWriteStream(this.logFile, { flags: "a" });
     // A process group of its own, so stopping it takes workerd down too.
-    const child = spawn(process.execPath, args, { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, CI: "1" } });
+    const child = spawnGroup(process.execPath, args, { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, CI: "1" } });
     child.stdout!.pipe(log);
     child.stderr!.pipe(log);
     this.child = child;
-    this.exited = new Promise((resolve) => child.once("exit", () => resolve()));
     const deadline = Date.now() + 60_000;
     for (;;) {
       if (child.exitCode !== null) throw new Error(`wrangler dev exited with ${child.exitCode}; see ${this.logFile}`);
@@ -93,22 +102,23 @@ export class Edge {
     }
   }
 
-  /** Kills the edge (its whole process group), as a crash or Ctrl-C would. */
+  /** Kills the edge (its whole process group) at once, as a crash would. */
   async stop(): Promise<void> {
-    const child = this.child;
-    if (!child?.pid || child.exitCode !== null) return;
-    try {
-      process.kill(-child.pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-    await this.exited;
-    this.child = undefined;
+    await this.halt(0);
   }
 
+  /** Stops the edge for good (SIGTERM, then SIGKILL after a grace period) and removes its state. */
   async dispose(): Promise<void> {
-    await this.stop();
+    await this.halt(5000);
     await rm(this.persistDir, { recursive: true, force: true });
+  }
+
+  private async halt(graceMs: number): Promise<void> {
+    const child = this.child;
+    if (!child) return;
+    // Even when wrangler itself has exited, workerd may be left in its group.
+    await stopGroup(child, { graceMs });
+    this.child = undefined;
   }
 
   /** The management API, authenticated with the development key. */
