@@ -2,7 +2,9 @@ import { runInNewContext } from "node:vm";
 import { setFlagsFromString } from "node:v8";
 import { describe, expect, it } from "vitest";
 import { CaptureStore, type CaptureChange } from "../../src/agent/capture/capture-store.ts";
+import { BodyBuffer, MAX_BLOCK_BYTES } from "../../src/agent/capture/body-buffer.ts";
 import { subscribeChanges, type ChangeBatch } from "../../src/agent/capture/change-feed.ts";
+import { HeaderBlock } from "../../src/agent/capture/header-block.ts";
 import { captureIdFactory, isCaptureId } from "../../src/agent/capture/ids.ts";
 import { captureView, rfc3339 } from "../../src/agent/capture/view.ts";
 import type { ExchangeInfo, ExchangeObserver } from "../../src/agent/edge/exchange.ts";
@@ -44,6 +46,35 @@ function run(observer: ExchangeObserver | undefined, { request = [] as Uint8Arra
 
 const text = (value: string) => new TextEncoder().encode(value);
 const decode = (raw: string) => Buffer.from(raw, "base64").toString("latin1");
+
+setFlagsFromString("--expose-gc");
+const gc = runInNewContext("gc") as () => void;
+
+/** Heap plus ArrayBuffers after collecting; buffers are freed by a background sweeper, so wait for it to settle. */
+async function settled(): Promise<number> {
+  let last = Infinity;
+  for (let round = 0; round < 10; round++) {
+    gc();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const { heapUsed, arrayBuffers } = process.memoryUsage();
+    if (Math.abs(heapUsed + arrayBuffers - last) < 256 * 1024) break;
+    last = heapUsed + arrayBuffers;
+  }
+  return last;
+}
+
+/**
+ * 100 headers as the relay's frame decoder hands them over (fresh strings from JSON.parse), each
+ * exchange's values its own: mostly short, every tenth 200 characters, every tenth not Latin-1.
+ */
+function heavyHeaders(exchange: number, side: string): Array<[string, string]> {
+  const headers: Array<[string, string]> = [];
+  for (let h = 0; h < 100; h++) {
+    const value = h % 10 === 0 ? `${"long-value/".repeat(18)}${side}${exchange}` : h % 10 === 1 ? `grüße €→ ${side}${exchange}` : `${side}${exchange}.${h}`;
+    headers.push([`x-${side}-header-${h}`, value]);
+  }
+  return JSON.parse(JSON.stringify(headers)) as Array<[string, string]>;
+}
 
 describe("captured-request ids", () => {
   it("are airt_ and a ULID, strictly increasing as text even within one millisecond and when the clock goes back", () => {
@@ -135,6 +166,42 @@ describe("capturing an exchange", () => {
   });
 });
 
+describe("what an exchange keeps", () => {
+  it("keeps headers exactly as relayed, in order: Latin-1, UTF-16 with lone surrogates, empty and long values, repeated names", () => {
+    const headers: Array<[string, string]> = [
+      ["x-latin", "grüße ÿ\u0080"],
+      ["x-wide", "€ 漢字 \ud83d\ude00 \ud800 lone"],
+      ["x-empty", ""],
+      ["X-Tag", "a"],
+      ["x-tag", "b"],
+      ["x-long", "v".repeat(20_000)],
+      ["x-wide-long", "€".repeat(9_000)],
+    ];
+    const block = HeaderBlock.of(headers);
+    expect(block.list()).toEqual(headers);
+    // one byte a character for Latin-1, two for the rest, and a 1–3 byte length before each string
+    const characters = headers.reduce((sum, [name, value]) => sum + name.length + value.length * (/[^\x00-\xff]/.test(value) ? 2 : 1), 0);
+    expect(block.byteLength - characters).toBeGreaterThanOrEqual(2 * headers.length);
+    expect(block.byteLength - characters).toBeLessThanOrEqual(3 * 2 * headers.length);
+    expect(HeaderBlock.of([]).list()).toEqual([]);
+  });
+
+  it("keeps a body sent in tiny chunks byte for byte, in blocks that grow with it, and exactly its bytes once sealed", () => {
+    const body = new BodyBuffer(300_000);
+    const sent = Uint8Array.from({ length: 250_000 }, (_, i) => (i * 7) % 256);
+    for (let i = 0; i < sent.length; i += 3) body.add(sent.subarray(i, i + 3));
+    const same = (bytes: Uint8Array) => Buffer.from(sent).equals(bytes);
+    expect(same(body.bytes())).toBe(true);
+    const running = body.retainedBytes;
+    // room past the kept bytes: at most one largest block; and a few hundred bytes for each of ~10 blocks
+    expect(running - sent.length).toBeLessThan(MAX_BLOCK_BYTES + 16 * 512);
+    body.seal();
+    expect(body.retainedBytes).toBeLessThan(running);
+    expect(same(body.bytes())).toBe(true);
+    expect(body.bytes()).toBe(body.bytes());
+  });
+});
+
 describe("the size bound", () => {
   it("evicts oldest first once the total passes maxBytes, telling listeners", () => {
     const store = new CaptureStore({ maxBytes: 100_000, bodyCapBytes: 20_000 });
@@ -164,20 +231,6 @@ describe("the size bound", () => {
   });
 
   it("holds under a flood of large requests: accounted bytes within the bound, heap flat", { timeout: 30_000 }, async () => {
-    setFlagsFromString("--expose-gc");
-    const gc = runInNewContext("gc") as () => void;
-    /** Heap plus ArrayBuffers after collecting; buffers are freed by a background sweeper, so wait for it to settle. */
-    const settled = async () => {
-      let last = Infinity;
-      for (let round = 0; round < 10; round++) {
-        gc();
-        await new Promise((resolve) => setTimeout(resolve, 20));
-        const { heapUsed, arrayBuffers } = process.memoryUsage();
-        if (Math.abs(heapUsed + arrayBuffers - last) < 256 * 1024) break;
-        last = heapUsed + arrayBuffers;
-      }
-      return last;
-    };
     const maxBytes = 8 * MiB;
     const store = new CaptureStore({ maxBytes });
     const chunk = new Uint8Array(64 * 1024).fill(7);
@@ -202,6 +255,66 @@ describe("the size bound", () => {
     expect(store.bytes).toBeGreaterThan(maxBytes * 0.6);
     // flat: what 1.4 GiB went through leaves less behind than a few stores' worth (noise of a busy test process included)
     expect(after - before).toBeLessThan(3 * maxBytes);
+  });
+});
+
+describe("the size bound in memory", () => {
+  /**
+   * Heap growth of a store filled well past its bound by `fill`, measured after collecting; a first fill of
+   * a store thrown away warms up (optimized code is heap too, and is made once).
+   */
+  async function retainedBy(maxBytes: number, fill: (store: CaptureStore) => void): Promise<{ store: CaptureStore; retained: number }> {
+    fill(new CaptureStore({ maxBytes }));
+    const before = await settled();
+    const store = new CaptureStore({ maxBytes });
+    fill(store);
+    const retained = (await settled()) - before;
+    return { store, retained };
+  }
+
+  it("charges header-heavy exchanges what they retain: a full store holds at most 1.1 × inspect_db_size of heap", { timeout: 60_000 }, async () => {
+    const maxBytes = 8 * MiB;
+    let evicted = 0;
+    const { store, retained } = await retainedBy(maxBytes, (store) => {
+      evicted = 0;
+      store.onChange((change) => void (change.type === "remove" && (evicted += change.ids.length)));
+      for (let i = 0; evicted < 3 * store.size || i < 100; i++) {
+        const observer = store.tap.open(info({ target: `/heavy/${i}`, headers: heavyHeaders(i, "q") }));
+        observer?.onRequestBody?.(text(`{"n":${i}}`));
+        observer?.onResponseHead?.({ status: 200, statusText: "OK", headers: heavyHeaders(i, "r"), httpVersion: "1.1" });
+        observer?.onResponseBody?.(text(`{"ok":${i}}`));
+        observer?.onClose?.({ durationNs: 1000n });
+      }
+    });
+    console.log(`header-heavy capture: ${store.size} exchanges kept (${evicted} evicted), ${(store.bytes / MiB).toFixed(2)} MiB charged, heap+buffers grew ${(retained / MiB).toFixed(2)} MiB (bound ${maxBytes / MiB} MiB)`);
+    expect(store.bytes).toBeLessThanOrEqual(maxBytes);
+    expect(store.bytes).toBeGreaterThan(0.95 * maxBytes);
+    expect(retained).toBeLessThanOrEqual(1.1 * maxBytes);
+    // and the charge is not a wild over-estimate that would keep far fewer requests than the bound allows
+    expect(retained).toBeGreaterThan(0.7 * maxBytes);
+  });
+
+  it("charges bodies still arriving in tiny chunks what they retain", { timeout: 60_000 }, async () => {
+    const maxBytes = 4 * MiB;
+    const piece = new Uint8Array(64).fill(42);
+    let opened = 0;
+    const { store, retained } = await retainedBy(maxBytes, (store) => {
+      opened = 0;
+      // 3 × the bound of bodies, 64 KiB each way per exchange, 64 bytes at a time, none of them finished
+      for (let i = 0; i < (3 * maxBytes) / (128 * 1024); i++) {
+        const observer = store.tap.open(info({ target: `/trickle/${i}` }));
+        opened++;
+        for (let b = 0; b < 1024; b++) observer?.onRequestBody?.(piece);
+        observer?.onResponseHead?.({ status: 200, statusText: "OK", headers: [["content-type", "text/plain"]], httpVersion: "1.1" });
+        for (let b = 0; b < 1024; b++) observer?.onResponseBody?.(piece);
+      }
+    });
+    console.log(`trickled bodies: ${store.size} running exchanges kept, ${(store.bytes / MiB).toFixed(2)} MiB charged, heap+buffers grew ${(retained / MiB).toFixed(2)} MiB (bound ${maxBytes / MiB} MiB)`);
+    expect(opened).toBe(96);
+    expect(store.list({ limit: 1 })[0]).toMatchObject({ state: "pending", request: { body: { kept: 64 * 1024 } } });
+    expect(store.bytes).toBeLessThanOrEqual(maxBytes);
+    expect(store.bytes).toBeGreaterThan(0.9 * maxBytes);
+    expect(retained).toBeLessThanOrEqual(1.1 * maxBytes);
   });
 });
 

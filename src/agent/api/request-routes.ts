@@ -34,14 +34,34 @@ export interface RequestRoutesOptions {
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const headerValue = z.string().refine((value) => !/[\r\n\0]/.test(value), "a header value cannot contain CR, LF or NUL");
+const headerValues = z.union([headerValue, z.array(headerValue)], { error: "must be a string or a list of strings" });
+
+/**
+ * Header name → a value or a list of values, read as a list of pairs. Not z.record: it builds a plain
+ * object, which drops a header named `__proto__`; every own key of the parsed JSON is a header here.
+ */
+const headersSchema = z.custom<object>((value) => typeof value === "object" && value !== null && !Array.isArray(value), "must be a map of header names to a value or a list of values").transform((map, ctx) => {
+  const headers: Array<[string, string]> = [];
+  for (const [name, given] of Object.entries(map)) {
+    if (!TOKEN.test(name)) {
+      ctx.addIssue({ code: "custom", message: "header names are HTTP tokens", path: [name] });
+      continue;
+    }
+    const values = headerValues.safeParse(given);
+    if (!values.success) {
+      for (const issue of values.error.issues) ctx.addIssue({ code: "custom", message: issue.message, path: [name, ...issue.path] });
+      continue;
+    }
+    for (const value of Array.isArray(values.data) ? values.data : [values.data]) headers.push([name, value]);
+  }
+  return headers;
+});
 
 /** Replay with modifications: what replaces the captured request's parts. */
 const modificationSchema = z.strictObject({
   method: z.string().regex(TOKEN, "must be an HTTP method token").optional(),
   uri: z.string().regex(/^\/[^\s]*$/, "must be a path (and query) starting with /, without spaces").optional(),
-  headers: z
-    .record(z.string().regex(TOKEN, "header names are HTTP tokens"), z.union([headerValue, z.array(headerValue)]))
-    .optional(),
+  headers: headersSchema.optional(),
   body: z.string().optional(),
   body_base64: z.base64("must be base64").optional(),
 });
@@ -68,9 +88,7 @@ function parseLimit(value: string | undefined): number {
 /** The request a replay sends: the captured one, with any modifications, and a Content-Length that fits its body. */
 export function replayRequest(exchange: CapturedExchange, change: Modification = {}): LocalRequest {
   const body = change.body_base64 !== undefined ? Buffer.from(change.body_base64, "base64") : change.body !== undefined ? Buffer.from(change.body, "utf8") : exchange.request.body.bytes();
-  const given: Array<[string, string]> = change.headers
-    ? Object.entries(change.headers).flatMap(([name, values]) => (Array.isArray(values) ? values : [values]).map((value): [string, string] => [name, value]))
-    : exchange.request.headers.map(([name, value]) => [name, value]);
+  const given = change.headers ?? exchange.request.headers.list();
   const hadLength = given.some(([name]) => /^(content-length|transfer-encoding)$/i.test(name));
   const headers = given.filter(([name]) => !/^(content-length|transfer-encoding)$/i.test(name));
   if (body.byteLength > 0 || hadLength) headers.push(["content-length", String(body.byteLength)]);

@@ -1,12 +1,15 @@
 /**
  * The captured-request store: every HTTP exchange of a tunnel with `inspect: true`, in memory, oldest
- * evicted first once the accounted size passes `maxBytes` (`inspect_db_size`). Each body is kept up to
- * `bodyCapBytes` and marked truncated past it. Listeners hear of additions, updates and removals.
+ * evicted first once what they retain passes `maxBytes` (`inspect_db_size`). Each exchange is charged its
+ * retained size (retained-size.ts), not just its characters, so the bound holds for the agent's heap.
+ * Each body is kept up to `bodyCapBytes` and marked truncated past it. Listeners hear of additions,
+ * updates and removals.
  */
 
 import type { ExchangeInfo, ExchangeObserver, ExchangeTap, ResponseHeadInfo } from "../edge/exchange.ts";
 import { BodyBuffer } from "./body-buffer.ts";
-import { CapturedExchange, headersCost } from "./captured-exchange.ts";
+import { CapturedExchange } from "./captured-exchange.ts";
+import { HeaderBlock } from "./header-block.ts";
 import { protoOf, statusText } from "./http-message.ts";
 import { captureIdFactory } from "./ids.ts";
 
@@ -50,7 +53,7 @@ export class CaptureStore {
     this.nextId = captureIdFactory(options.now);
   }
 
-  /** Accounted bytes of everything kept. */
+  /** Bytes charged for everything kept. */
   get bytes(): number {
     return this.total;
   }
@@ -110,48 +113,53 @@ export class CaptureStore {
       info.remoteAddr,
       info.start,
       info.startNs,
-      { method: info.method, proto: "HTTP/1.1", target: info.target, headers: info.headers.map(([name, value]) => [name, value] as const), body: new BodyBuffer(this.bodyCapBytes) },
+      { method: info.method, proto: "HTTP/1.1", target: info.target, headers: HeaderBlock.of(info.headers), body: new BodyBuffer(this.bodyCapBytes) },
       info.replay ? this.replayOf : undefined,
     );
     this.entries.set(exchange.id, exchange);
-    this.total += exchange.bytes;
     this.emit({ type: "add", exchange });
-    this.evict();
+    this.charge(exchange);
 
     return {
       onRequestBody: (chunk) => {
-        if (!exchange.evicted) this.grow(exchange, exchange.request.body.add(chunk));
+        if (exchange.evicted) return;
+        exchange.request.body.add(chunk);
+        this.charge(exchange);
       },
       onResponseHead: (head) => {
         if (!exchange.evicted) this.respond(exchange, head);
       },
       onResponseBody: (chunk) => {
-        if (!exchange.evicted && exchange.response) this.grow(exchange, exchange.response.body.add(chunk));
+        if (exchange.evicted || !exchange.response) return;
+        exchange.response.body.add(chunk);
+        this.charge(exchange);
       },
       onClose: (outcome) => {
         exchange.durationNs = outcome.durationNs;
         if (outcome.error) exchange.error = outcome.error;
         exchange.state = exchange.error ? "failed" : "complete";
         if (exchange.evicted) return;
-        exchange.request.body.bytes();
-        exchange.response?.body.bytes();
+        exchange.request.body.seal();
+        exchange.response?.body.seal();
         this.emit({ type: "update", exchange });
+        this.charge(exchange);
       },
     };
   }
 
   private respond(exchange: CapturedExchange, head: ResponseHeadInfo): void {
-    const headers = head.headers.map(([name, value]) => [name, value] as const);
     const status = statusText(head.status, head.statusText);
-    exchange.response = { statusCode: head.status, status, proto: protoOf(head.httpVersion), headers, body: new BodyBuffer(this.bodyCapBytes) };
-    this.grow(exchange, status.length + headersCost(headers));
+    exchange.response = { statusCode: head.status, status, proto: protoOf(head.httpVersion), headers: HeaderBlock.of(head.headers), body: new BodyBuffer(this.bodyCapBytes) };
     this.emit({ type: "update", exchange });
+    this.charge(exchange);
   }
 
-  private grow(exchange: CapturedExchange, bytes: number): void {
-    if (bytes === 0) return;
-    exchange.bytes += bytes;
-    this.total += bytes;
+  /** Brings the exchange's charge up to date with what it retains now, and evicts if the total passed the bound. */
+  private charge(exchange: CapturedExchange): void {
+    const bytes = exchange.retainedBytes();
+    if (bytes === exchange.bytes) return;
+    this.total += bytes - exchange.bytes;
+    exchange.bytes = bytes;
     this.evict();
   }
 

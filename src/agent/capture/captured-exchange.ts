@@ -1,15 +1,11 @@
 /**
  * One captured exchange while it runs and after: what the agent relayed (method, target, headers, the
- * first bytes of each body) and how it ended. Knows its own size, which the store adds up.
+ * first bytes of each body) and how it ended. Knows what it costs in memory, which the store adds up.
  */
 
-import { BodyBuffer } from "./body-buffer.ts";
-import type { HeaderList } from "./http-message.ts";
-
-/** What an entry costs besides its strings and bodies (objects, maps, the id), roughly. */
-export const ENTRY_OVERHEAD_BYTES = 512;
-/** What one header costs besides its characters (array, two strings), roughly. */
-const HEADER_OVERHEAD_BYTES = 48;
+import type { BodyBuffer } from "./body-buffer.ts";
+import type { HeaderBlock } from "./header-block.ts";
+import { ERROR_BYTES, EXCHANGE_BYTES, RESPONSE_BYTES, stringBytes } from "./retained-size.ts";
 
 export type ExchangeState = "pending" | "complete" | "failed";
 
@@ -18,7 +14,7 @@ export interface CapturedRequest {
   readonly proto: string;
   /** Path and query. */
   readonly target: string;
-  readonly headers: HeaderList;
+  readonly headers: HeaderBlock;
   readonly body: BodyBuffer;
 }
 
@@ -27,14 +23,8 @@ export interface CapturedResponse {
   /** `200 OK`. */
   readonly status: string;
   readonly proto: string;
-  readonly headers: HeaderList;
+  readonly headers: HeaderBlock;
   readonly body: BodyBuffer;
-}
-
-export function headersCost(headers: HeaderList): number {
-  let bytes = 0;
-  for (const [name, value] of headers) bytes += name.length + value.length + HEADER_OVERHEAD_BYTES;
-  return bytes;
 }
 
 export class CapturedExchange {
@@ -44,9 +34,11 @@ export class CapturedExchange {
   error: { code: string; message: string } | undefined;
   /** Request head to the end of the exchange; undefined while it runs. */
   durationNs: bigint | undefined;
-  /** Bytes accounted to the store. */
-  bytes: number;
+  /** Bytes charged to the store (`retainedBytes()` when it last looked). */
+  bytes = 0;
   evicted = false;
+  /** What the request head costs; it does not change. */
+  private readonly headBytes: number;
 
   constructor(
     readonly id: string,
@@ -58,6 +50,15 @@ export class CapturedExchange {
     /** The capture this one replays, when the agent sent it as a replay. */
     readonly replayOf: string | undefined,
   ) {
-    this.bytes = ENTRY_OVERHEAD_BYTES + request.method.length + request.target.length + tunnelName.length + remoteAddr.length + headersCost(request.headers);
+    this.headBytes =
+      EXCHANGE_BYTES + stringBytes(tunnelName) + stringBytes(remoteAddr) + stringBytes(request.method) + stringBytes(request.target) + request.headers.retainedBytes;
+  }
+
+  /** What the exchange holds in memory now. */
+  retainedBytes(): number {
+    let bytes = this.headBytes + this.request.body.retainedBytes;
+    if (this.response) bytes += RESPONSE_BYTES + stringBytes(this.response.status) + this.response.headers.retainedBytes + this.response.body.retainedBytes;
+    if (this.error) bytes += ERROR_BYTES + stringBytes(this.error.code) + stringBytes(this.error.message);
+    return bytes;
   }
 }

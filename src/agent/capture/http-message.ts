@@ -12,9 +12,13 @@ export function canonicalHeaderName(name: string): string {
   return name.toLowerCase().replace(/(^|-)([a-z])/g, (_, dash: string, letter: string) => dash + letter.toUpperCase());
 }
 
-/** Headers as name → values, names canonical, values in the order they came. */
+/**
+ * Headers as name → values, names canonical, values in the order they came. The map has no prototype:
+ * names come from the public internet, and `__proto__` or `constructor` must be keys like any other
+ * (JSON.stringify writes them as such).
+ */
 export function headerMap(headers: HeaderList): Record<string, string[]> {
-  const map: Record<string, string[]> = {};
+  const map: Record<string, string[]> = Object.create(null);
   for (const [name, value] of headers) (map[canonicalHeaderName(name)] ??= []).push(value);
   return map;
 }

@@ -81,6 +81,8 @@ function base64(head: Uint8Array, body: Uint8Array): string {
 
 export function captureView(exchange: CapturedExchange): CapturedRequestView {
   const { request, response } = exchange;
+  const requestHeaders = request.headers.list();
+  const responseHeaders = response?.headers.list() ?? [];
   return {
     uri: captureUri(exchange.id),
     id: exchange.id,
@@ -91,9 +93,9 @@ export function captureView(exchange: CapturedExchange): CapturedRequestView {
     request: {
       method: request.method,
       proto: request.proto,
-      headers: headerMap(request.headers),
+      headers: headerMap(requestHeaders),
       uri: request.target,
-      raw: base64(requestHead(request.method, request.target, request.proto, request.headers), request.body.bytes()),
+      raw: base64(requestHead(request.method, request.target, request.proto, requestHeaders), request.body.bytes()),
       truncated: request.body.truncated,
       body_length: request.body.seen,
     },
@@ -102,8 +104,8 @@ export function captureView(exchange: CapturedExchange): CapturedRequestView {
           status: response.status,
           status_code: response.statusCode,
           proto: response.proto,
-          headers: headerMap(response.headers),
-          raw: base64(responseHead(response.proto, response.status, response.headers), response.body.bytes()),
+          headers: headerMap(responseHeaders),
+          raw: base64(responseHead(response.proto, response.status, responseHeaders), response.body.bytes()),
           truncated: response.body.truncated,
           body_length: response.body.seen,
         }

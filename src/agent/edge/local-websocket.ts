@@ -42,7 +42,8 @@ export function connectLocalWebSocket(
 ): LocalSocket {
   const url = new URL(target, base);
   url.protocol = base.protocol === "https:" ? "wss:" : "ws:";
-  const forwarded: Record<string, string> = {};
+  // No prototype: header names come from the public client, and `constructor` or `__proto__` are names like any other.
+  const forwarded: Record<string, string> = Object.create(null);
   let protocols: string[] | undefined;
   for (const [name, value] of headers) {
     const lower = name.toLowerCase();

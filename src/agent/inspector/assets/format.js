@@ -157,9 +157,12 @@ export function headerLines(headers) {
   return lines.join("\n");
 }
 
-/** "Name: value" lines → {headers: name → [values]} or {error}. */
+/**
+ * "Name: value" lines → {headers: name → [values]} or {error}. The map has no prototype, so a header
+ * named `__proto__` or `constructor` is a key like any other (and JSON.stringify sends it as one).
+ */
 export function parseHeaderLines(text) {
-  const headers = {};
+  const headers = Object.create(null);
   const lines = text.split(/\r?\n/);
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i];
