@@ -5,7 +5,9 @@ import { ErrorCode, ServiceError } from "../errors.ts";
 import type { CompiledPolicy } from "../policy/compile.ts";
 import { runPhase } from "../policy/evaluate.ts";
 import { initialVars, type ActionServices, type Exchange } from "../policy/exchange.ts";
-import { durableObjectCounter, ingressId } from "./limiter-client.ts";
+import type { IsolateBuckets } from "../limiter/isolate-buckets.ts";
+import { ingressId } from "./ingress.ts";
+import { durableObjectCounter } from "./limiter-client.ts";
 import type { RouteTable } from "./route-table.ts";
 import { dispatch, type UpstreamHandlers } from "./upstream.ts";
 import { withCircuitBreaker } from "./modules/breaker-client.ts";
@@ -17,6 +19,11 @@ export function clientIp(request: Request): string {
   return request.headers.get("cf-connecting-ip") ?? "";
 }
 
+/** What one isolate remembers across requests; worker.ts makes one per isolate and passes it in. */
+export interface IsolateState {
+  readonly buckets: IsolateBuckets;
+}
+
 export interface Target {
   /** Namespace of the target's rate-limit buckets. */
   readonly scope: string;
@@ -26,7 +33,7 @@ export interface Target {
 }
 
 /** Runs inbound policy → target → outbound policy for one request. */
-export async function runThroughPolicy(request: Request, env: Env, target: Target): Promise<Response> {
+export async function runThroughPolicy(request: Request, env: Env, isolate: IsolateState, target: Target): Promise<Response> {
   const url = new URL(request.url);
   const exchange: Exchange = {
     scope: target.scope,
@@ -34,7 +41,7 @@ export async function runThroughPolicy(request: Request, env: Env, target: Targe
     request: { method: request.method, url, host: url.hostname, headers: new Headers(request.headers) },
     vars: initialVars(),
   };
-  const services: ActionServices = { counter: durableObjectCounter(env, ingressId(env, request)) };
+  const services: ActionServices = { counter: durableObjectCounter(env, ingressId(env, request), isolate.buckets) };
 
   const rejected = await runPhase(target.policy.inbound, exchange, services);
   if (rejected) return rejected;
@@ -57,6 +64,7 @@ export async function handleGatewayRequest(
   ctx: ExecutionContext,
   routes: RouteTable,
   handlers: UpstreamHandlers,
+  isolate: IsolateState,
 ): Promise<Response> {
   const url = new URL(request.url);
   const route = routes.match(url.hostname, url.pathname);
@@ -85,5 +93,5 @@ export async function handleGatewayRequest(
     };
     forward = (original, exchange) => withCircuitBreaker(env, ctx, ingressId(env, request), label, spec, () => direct(original, exchange));
   }
-  return runThroughPolicy(request, env, { scope: `route:${label}`, policy: route.policy, forward });
+  return runThroughPolicy(request, env, isolate, { scope: `route:${label}`, policy: route.policy, forward });
 }

@@ -2,7 +2,8 @@
 
 import type { Env } from "../env.ts";
 import { ServiceError } from "../errors.ts";
-import { ingressId } from "../gateway/limiter-client.ts";
+import { ingressId } from "../gateway/ingress.ts";
+import { compilePolicy, type CompiledPolicy } from "../policy/compile.ts";
 import { newId } from "../ids.ts";
 import { authenticateApiKey } from "../management/auth.ts";
 import { TunnelErrorCode } from "./errors.ts";
@@ -13,6 +14,27 @@ import { CONNECT_PATH, SESSION_INFO_HEADER, type SessionInfo } from "./session-o
 /** Header in which the agent names the protocol version it speaks. */
 export const PROTOCOL_HEADER = "tollgate-protocol";
 export const DEFAULT_HEARTBEAT_MS = 5000;
+/**
+ * Handshakes one client IP may make per minute, counted before any key is checked: bounds key guessing
+ * and reconnect storms. Agents back off on the 429 (its retry-after says how long).
+ */
+export const AGENT_HANDSHAKES_PER_MINUTE = 60;
+
+function compileEndpointPolicy(): CompiledPolicy {
+  const compiled = compilePolicy({
+    inbound: [
+      {
+        name: "agent handshakes per IP",
+        actions: [{ type: "rate-limit", config: { name: "agent-endpoint-per-ip", capacity: AGENT_HANDSHAKES_PER_MINUTE, rate: "60s", bucket_key: ["conn.client_ip"] } }],
+      },
+    ],
+  });
+  if (!compiled.ok) throw new Error(`the agent endpoint's built-in policy does not compile: ${JSON.stringify(compiled.issues)}`);
+  return compiled.policy;
+}
+
+/** The traffic policy in front of the agent endpoint. */
+export const agentEndpointPolicy: CompiledPolicy = compileEndpointPolicy();
 const MIN_HEARTBEAT_MS = 200;
 
 export function heartbeatMs(env: Pick<Env, "TUNNEL_HEARTBEAT_MS">): number {

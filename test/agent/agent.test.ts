@@ -3,7 +3,7 @@ import { startAgent, type Agent } from "../../src/agent/agent.ts";
 import { sendToLocal } from "../../src/agent/edge/replay.ts";
 import type { ExchangeInfo } from "../../src/agent/edge/exchange.ts";
 import { parseAgentConfig } from "../../src/agent/settings/load.ts";
-import { INITIAL_STREAM_WINDOW } from "../../src/tunnels/protocol.ts";
+import { INITIAL_STREAM_WINDOW, type FrameOf } from "../../src/tunnels/protocol.ts";
 import { FakeEdge } from "./support/fake-edge.ts";
 import { ngrokClient, type NgrokClientError } from "./support/ngrok-client.ts";
 import { closedPort, patternBytes, sha256, startUpstream, type Upstream } from "./support/upstream.ts";
@@ -229,8 +229,16 @@ describe("relaying to the local service", () => {
     const agent = await agentWith({ tunnels: { web: { addr: upstream.port } } });
     await agentReady(agent, ["web"]);
     const session = await edge.session(edge.sessions.length - 1);
-    const head = (target: string) =>
-      ({ type: "request_head", stream: 7, tunnel_id: edge.tunnelId("web"), method: "GET", target, headers: [["host", "fake.localhost"]], client_addr: "203.0.113.7", scheme: "http" }) as const;
+    const head = (target: string): FrameOf<"request_head"> => ({
+      type: "request_head",
+      stream: 7,
+      tunnel_id: edge.tunnelId("web"),
+      method: "GET",
+      target,
+      headers: [["host", "fake.localhost"]],
+      client_addr: "203.0.113.7",
+      scheme: "http",
+    });
     session.send(head("/slow/300"));
     session.send({ type: "end", stream: 7, count: 0 });
     session.send(head("/intruder"));

@@ -4,7 +4,8 @@ import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:
 import type { Env } from "../../../src/env.ts";
 import { loadGatewayConfig } from "../../../src/gateway/gateway-config.ts";
 import { upstreamHandlers } from "../../../src/gateway/handlers.ts";
-import { handleGatewayRequest } from "../../../src/gateway/pipeline.ts";
+import { handleGatewayRequest, type IsolateState } from "../../../src/gateway/pipeline.ts";
+import { IsolateBuckets } from "../../../src/limiter/isolate-buckets.ts";
 import type { UpstreamHandlers } from "../../../src/gateway/upstream.ts";
 import { buildRouteTable, type RouteTable } from "../../../src/gateway/route-table.ts";
 import { formatIssue } from "../../../src/policy/issues.ts";
@@ -25,11 +26,17 @@ export async function send(
   request: Request,
   overrides: Partial<Env> = {},
   handlers: UpstreamHandlers = upstreamHandlers,
+  isolate: IsolateState = newIsolate(),
 ): Promise<Response> {
   const ctx = createExecutionContext();
-  const response = await handleGatewayRequest(request, { ...env, ...overrides } as Env, ctx, routes, handlers);
+  const response = await handleGatewayRequest(request, { ...env, ...overrides } as Env, ctx, routes, handlers, isolate);
   await waitOnExecutionContext(ctx);
   return response;
+}
+
+/** A fresh isolate memory (as if each call landed on a new isolate, unless a test passes one along). */
+export function newIsolate(now?: () => number): IsolateState {
+  return { buckets: new IsolateBuckets({ now }) };
 }
 
 /** One edge for host `gw.test` with the given routes (YAML list items, indented under `routes:`). */

@@ -1,10 +1,10 @@
 import { env } from "cloudflare:test";
-import { beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Env } from "../../../src/env.ts";
-import { clearBucketMemory, counterStats } from "../../../src/gateway/limiter-client.ts";
-import { gatewayFrom, send, singleEdge } from "./harness.ts";
-
-beforeEach(() => clearBucketMemory());
+import type { IsolateState } from "../../../src/gateway/pipeline.ts";
+import { upstreamHandlers } from "../../../src/gateway/handlers.ts";
+import { LEASE_MS } from "../../../src/limiter/isolate-buckets.ts";
+import { gatewayFrom, newIsolate, send, singleEdge } from "./harness.ts";
 
 const limitPolicy = (capacity: number, name = "per-client", bucketKey = "conn.client_ip") => `
 inbound:
@@ -21,10 +21,10 @@ function request(path: string, ip = "198.51.100.7", headers: Record<string, stri
   return new Request(`http://gw.test${path}`, { headers: { "cf-connecting-ip": ip, ...headers } });
 }
 
-async function statuses(routes: ReturnType<typeof singleEdge>, count: number, make: () => Request, overrides: Partial<Env> = {}) {
+async function statuses(routes: ReturnType<typeof singleEdge>, count: number, make: () => Request, overrides: Partial<Env> = {}, isolate?: IsolateState) {
   const out: number[] = [];
   for (let i = 0; i < count; i++) {
-    const response = await send(routes, make(), overrides);
+    const response = await send(routes, make(), overrides, upstreamHandlers, isolate);
     out.push(response.status);
     await response.body?.cancel();
   }
@@ -102,44 +102,32 @@ inbound:
 
   it("a limited bucket is answered from the isolate's memory, without calling its object", async () => {
     const routes = singleEdge(`      - { id: r, match: /, upstream: echo, traffic_policy: limit.yaml }\n`, { "policies/limit.yaml": limitPolicy(2) });
-    expect(await statuses(routes, 3, () => request("/"))).toEqual([200, 200, 429]);
-    const callsBefore = counterStats.objectCalls;
-    const cachedBefore = counterStats.cachedRejections;
-    const rejections = await statuses(routes, 20, () => request("/"));
+    const isolate = newIsolate();
+    expect(await statuses(routes, 3, () => request("/"), {}, isolate)).toEqual([200, 200, 429]);
+    const { objectCalls, cachedRejections } = isolate.buckets.stats;
+    const rejections = await statuses(routes, 20, () => request("/"), {}, isolate);
     expect(rejections.every((status) => status === 429)).toBe(true);
-    expect(counterStats.objectCalls - callsBefore).toBe(0);
-    expect(counterStats.cachedRejections - cachedBefore).toBe(20);
+    expect(isolate.buckets.stats.objectCalls - objectCalls).toBe(0);
+    expect(isolate.buckets.stats.cachedRejections - cachedRejections).toBe(20);
   });
 
-  it("a busy bucket leases admissions to the isolate: far fewer object calls, still never over capacity", async () => {
+  it("a steady bucket leases admissions to the isolate: fewer object calls than admissions, never over capacity", async () => {
     const routes = singleEdge(`      - { id: r, match: /, upstream: echo, traffic_policy: limit.yaml }\n`, { "policies/limit.yaml": limitPolicy(400) });
-    const callsBefore = counterStats.objectCalls;
-    const leasedBefore = counterStats.leasedAdmissions;
-    const counts = { 200: 0, 429: 0 } as Record<number, number>;
-    let sent = 0;
-    const batch = async () => {
-      const responses = await Promise.all(Array.from({ length: 8 }, () => send(routes, request("/busy"))));
-      for (const response of responses) {
-        counts[response.status] = (counts[response.status] ?? 0) + 1;
-        await response.body?.cancel();
-      }
-      sent += responses.length;
-    };
-    // Steady traffic for a little over one lease period makes the bucket "busy" in this isolate…
-    const started = Date.now();
-    while (Date.now() - started < 1_200) {
-      await batch();
-      await new Promise((resolve) => setTimeout(resolve, 40));
+    // The isolate's clock moves 25 ms a request whatever the machine's speed: 40 requests per lease period.
+    let now = Date.now();
+    const isolate = newIsolate(() => now);
+    const counts: Record<number, number> = { 200: 0, 429: 0 };
+    const sent = 600;
+    for (let i = 0; i < sent; i++) {
+      const response = await send(routes, request("/steady"), {}, upstreamHandlers, isolate);
+      counts[response.status] = (counts[response.status] ?? 0) + 1;
+      await response.body?.cancel();
+      now += LEASE_MS / 40;
     }
-    const leasedWhileSteady = counterStats.leasedAdmissions - leasedBefore;
-    // …then a flood runs it into its capacity.
-    while (counts[429] < 50 && Date.now() - started < 10_000) await batch();
-
-    expect(counts[200]).toBeLessThanOrEqual(400);
-    expect(counts[200]).toBeGreaterThanOrEqual(340);
     expect(counts[200] + counts[429]).toBe(sent);
-    expect(leasedWhileSteady + (counterStats.leasedAdmissions - leasedBefore)).toBeGreaterThan(0);
-    expect(counterStats.objectCalls - callsBefore).toBeLessThan(counts[200] / 2);
+    expect(counts[200]).toBeLessThanOrEqual(400);
+    expect(isolate.buckets.stats.leasedAdmissions).toBeGreaterThan(0);
+    expect(isolate.buckets.stats.objectCalls).toBeLessThan(counts[200] / 2);
   });
 
   it("outbound, it counts responses and replaces an over-limit response by the 429", async () => {
@@ -201,5 +189,29 @@ inbound:
     const denied = await send(closed, request("/"), { RATE_LIMITER: failingNamespace("hang"), RATE_LIMIT_TIMEOUT_MS: "50" });
     expect(denied.status).toBe(503);
     expect(await denied.json()).toMatchObject({ error_code: "ERR_SVC_300", status_code: 503 });
+  });
+});
+
+describe("bucket names", () => {
+  it("a client's 60 KB bucket key names its object by a 43-character hash", async () => {
+    const names: string[] = [];
+    const capturing = {
+      idFromName: (name: string) => {
+        names.push(name);
+        return env.RATE_LIMITER.idFromName(name);
+      },
+      get: (id: DurableObjectId) => env.RATE_LIMITER.get(id),
+    } as unknown as Env["RATE_LIMITER"];
+    const routes = singleEdge(`      - { id: r, match: /, upstream: echo, traffic_policy: limit.yaml }\n`, {
+      "policies/limit.yaml": limitPolicy(5, "per-key", "req.headers['x-api-key']"),
+    });
+    for (const key of ["a".repeat(60_000), "b".repeat(60_000)]) {
+      const response = await send(routes, request("/", "1.1.1.1", { "x-api-key": key }), { RATE_LIMITER: capturing });
+      expect(response.status).toBe(200);
+      await response.body?.cancel();
+    }
+    expect(names).toHaveLength(2);
+    expect(names.every((name) => /^[A-Za-z0-9_-]{43}$/.test(name))).toBe(true);
+    expect(names[0]).not.toBe(names[1]);
   });
 });

@@ -1,0 +1,147 @@
+/**
+ * What one isolate remembers of the buckets it has asked about, so most requests need no object call:
+ * - "limited until T": a flood is answered from memory (never admits early);
+ * - leased admissions: a busy bucket's object hands the isolate a few admissions at a time, already
+ *   counted and usable for `leaseMs`. A lease is sized by the bucket's traffic in the previous `leaseMs`
+ *   (quiet buckets are decided one request at a time) and by the room left (see `take` in sliding-window.ts).
+ *
+ * Buckets are named by fixed-size ids (hashes of what the client sent), and the memory is bounded by
+ * bytes: past `maxBytes` the least recently used bucket is forgotten, which only costs an object call.
+ */
+
+import type { LeaseDecision, WindowDecision } from "./sliding-window.ts";
+
+/** Longest bucket id accepted: ids are hashes (43 characters of base64url for SHA-256), never raw keys. */
+export const MAX_BUCKET_ID_LENGTH = 64;
+/**
+ * Heap one remembered bucket costs at most: a Map entry, a 64-character one-byte string and a record of six
+ * numbers (measured in V8 at about 200 bytes; see test/unit/isolate-buckets.test.ts), rounded up.
+ */
+export const BUCKET_ENTRY_BYTES = 256;
+/** Default memory bound of one isolate's bucket memory. */
+export const BUCKET_MEMORY_BYTES = 4 * 1024 * 1024;
+/** How long leased admissions may be used. */
+export const LEASE_MS = 1000;
+/** Leased admissions are given up this long before the object's deadline, for clock differences. */
+const LEASE_MARGIN_MS = 100;
+/** Most admissions asked for in one lease. */
+const MAX_LEASE = 64;
+
+interface BucketMemory {
+  /** The bucket admits nothing before this time (0: not known to be limited). */
+  blockedUntil: number;
+  /** Admissions leased to this isolate and not used yet, usable while now < useBy. */
+  slots: number;
+  useBy: number;
+  /** Requests seen in the current and the previous lease epoch: the demand a lease is sized by. */
+  epoch: number;
+  seenThisEpoch: number;
+  seenLastEpoch: number;
+}
+
+export interface BucketStats {
+  objectCalls: number;
+  cachedRejections: number;
+  leasedAdmissions: number;
+}
+
+export interface IsolateBucketsOptions {
+  readonly now?: () => number;
+  readonly maxBytes?: number;
+}
+
+/** Memory answered (`decision`), or the object must be asked for `want` admissions at time `sent`. */
+export type Consultation = { readonly decision: WindowDecision } | { readonly want: number; readonly sent: number };
+
+const leasedAdmission = (remaining: number): WindowDecision => ({ allowed: true, remaining, retryAfterMs: 0, resetMs: 0 });
+
+export class IsolateBuckets {
+  readonly stats: BucketStats = { objectCalls: 0, cachedRejections: 0, leasedAdmissions: 0 };
+  readonly now: () => number;
+  private readonly maxEntries: number;
+  private readonly buckets = new Map<string, BucketMemory>();
+
+  constructor({ now = Date.now, maxBytes = BUCKET_MEMORY_BYTES }: IsolateBucketsOptions = {}) {
+    this.now = now;
+    this.maxEntries = Math.max(1, Math.floor(maxBytes / BUCKET_ENTRY_BYTES));
+  }
+
+  /** Buckets remembered right now. */
+  get size(): number {
+    return this.buckets.size;
+  }
+
+  /** Answers from memory when it can; otherwise says how many admissions to ask the object for. */
+  consult(id: string): Consultation {
+    const memory = this.memoryOf(id);
+    const sent = this.now();
+    const want = observe(memory, sent);
+    if (this.takeLeased(memory, sent)) return { decision: leasedAdmission(memory.slots) };
+    if (memory.blockedUntil > sent) {
+      this.stats.cachedRejections++;
+      const wait = memory.blockedUntil - sent;
+      return { decision: { allowed: false, remaining: 0, retryAfterMs: wait, resetMs: wait } };
+    }
+    this.stats.objectCalls++;
+    return { want, sent };
+  }
+
+  /** Takes in the object's answer to a request sent at `sent`, and returns that request's decision. */
+  settle(id: string, sent: number, answer: LeaseDecision): WindowDecision {
+    const memory = this.memoryOf(id);
+    const { granted, ...decision } = answer;
+    const now = this.now();
+    if (decision.allowed) {
+      if (granted > 1) {
+        // Several leases may be held at once; all are used by the earliest deadline among them.
+        const keepOld = memory.slots > 0 && now < memory.useBy;
+        const useBy = sent + LEASE_MS - LEASE_MARGIN_MS;
+        memory.slots = (keepOld ? memory.slots : 0) + granted - 1;
+        memory.useBy = keepOld ? Math.min(memory.useBy, useBy) : useBy;
+      }
+      memory.blockedUntil = 0;
+      return decision;
+    }
+    // Admissions leased by an earlier answer are already counted: use them before saying no.
+    if (this.takeLeased(memory, now)) return leasedAdmission(memory.slots);
+    memory.blockedUntil = now + decision.retryAfterMs;
+    return decision;
+  }
+
+  private memoryOf(id: string): BucketMemory {
+    if (id.length > MAX_BUCKET_ID_LENGTH) throw new RangeError(`bucket ids are hashes of at most ${MAX_BUCKET_ID_LENGTH} characters, got ${id.length}`);
+    let memory = this.buckets.get(id);
+    if (memory) {
+      // Most recently used last, so the first entry is the one to forget.
+      this.buckets.delete(id);
+      this.buckets.set(id, memory);
+      return memory;
+    }
+    if (this.buckets.size >= this.maxEntries) this.buckets.delete(this.buckets.keys().next().value!);
+    memory = { blockedUntil: 0, slots: 0, useBy: 0, epoch: 0, seenThisEpoch: 0, seenLastEpoch: 0 };
+    this.buckets.set(id, memory);
+    return memory;
+  }
+
+  private takeLeased(memory: BucketMemory, now: number): boolean {
+    if (memory.slots > 0 && now < memory.useBy) {
+      memory.slots--;
+      this.stats.leasedAdmissions++;
+      return true;
+    }
+    if (now >= memory.useBy) memory.slots = 0;
+    return false;
+  }
+}
+
+/** Counts the request in its epoch and returns how many admissions a lease should ask for. */
+function observe(memory: BucketMemory, now: number): number {
+  const epoch = Math.floor(now / LEASE_MS);
+  if (epoch !== memory.epoch) {
+    memory.seenLastEpoch = epoch === memory.epoch + 1 ? memory.seenThisEpoch : 0;
+    memory.seenThisEpoch = 0;
+    memory.epoch = epoch;
+  }
+  memory.seenThisEpoch++;
+  return Math.min(MAX_LEASE, Math.max(1, memory.seenLastEpoch));
+}

@@ -1,0 +1,151 @@
+import fc from "fast-check";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+import { describe, expect, it } from "vitest";
+import { bucketId } from "../../src/limiter/bucket-id.ts";
+import { BUCKET_ENTRY_BYTES, IsolateBuckets, LEASE_MS, MAX_BUCKET_ID_LENGTH } from "../../src/limiter/isolate-buckets.ts";
+import { emptyWindow, take, type LeaseDecision, type WindowState } from "../../src/limiter/sliding-window.ts";
+import { maxInAnyWindow } from "./support/sliding-log.ts";
+
+setFlagsFromString("--expose-gc");
+const gc = runInNewContext("gc") as () => void;
+
+function heapAfterGc(): number {
+  gc();
+  gc();
+  return process.memoryUsage().heapUsed;
+}
+
+/**
+ * One isolate in front of one object, with requests in flight at once: each step either sends a request
+ * (memory answers, or it goes out to the object) or delivers the object's answer to one in flight.
+ */
+function simulate(steps: ReadonlyArray<{ gap: number; deliver: number }>, capacity: number, windowMs: number) {
+  let now = 1_700_000_000_000;
+  const buckets = new IsolateBuckets({ now: () => now });
+  let state: WindowState = emptyWindow;
+  const inFlight: Array<{ sent: number; answer: LeaseDecision }> = [];
+  const admitted: number[] = [];
+  for (const { gap, deliver } of steps) {
+    now += gap;
+    if (deliver > 0 && inFlight.length > 0) {
+      const [{ sent, answer }] = inFlight.splice(deliver % inFlight.length, 1);
+      // An admission the object granted is counted where it decided (below); one the isolate's lease
+      // supplies in place of a refusal is counted now.
+      if (buckets.settle("b", sent, answer).allowed && !answer.allowed) admitted.push(now);
+      continue;
+    }
+    const consulted = buckets.consult("b");
+    if ("decision" in consulted) {
+      if (consulted.decision.allowed) admitted.push(now);
+      continue;
+    }
+    // The object decides when the request reaches it (now); the isolate learns the answer later.
+    const result = take(state, now, { capacity, windowMs }, consulted.want, LEASE_MS);
+    state = result.state;
+    if (result.decision.allowed) admitted.push(now);
+    inFlight.push({ sent: consulted.sent, answer: result.decision });
+  }
+  return { admitted, stats: buckets.stats };
+}
+
+describe("isolate bucket memory", () => {
+  it("never lets more than capacity through in any window, whatever the order answers come back in", () => {
+    const steps = fc.array(fc.record({
+        // mostly busy, now and then a pause longer than a window, after which no stale lease may be used
+        gap: fc.oneof({ weight: 60, arbitrary: fc.integer({ min: 0, max: 120 }) }, { weight: 1, arbitrary: fc.integer({ min: 1_000, max: 150_000 }) }),
+        deliver: fc.integer({ min: 0, max: 3 }),
+      }), { minLength: 200, maxLength: 1500 });
+    fc.assert(
+      fc.property(steps, fc.integer({ min: 1, max: 300 }), fc.constantFrom(60_000, 120_000), (trace, capacity, windowMs) => {
+        const { admitted } = simulate(trace, capacity, windowMs);
+        expect(maxInAnyWindow(admitted, windowMs)).toBeLessThanOrEqual(capacity);
+      }),
+      { numRuns: 80 },
+    );
+  });
+
+  it("answers a limited bucket from memory until its retry time, then asks the object again", () => {
+    let now = 0;
+    const buckets = new IsolateBuckets({ now: () => now });
+    const first = buckets.consult("b");
+    expect(first).toEqual({ want: 1, sent: 0 });
+    expect(buckets.settle("b", 0, { allowed: false, granted: 0, remaining: 0, retryAfterMs: 42_000, resetMs: 60_000 })).toMatchObject({ allowed: false, retryAfterMs: 42_000 });
+    now = 2_000;
+    expect(buckets.consult("b")).toEqual({ decision: { allowed: false, remaining: 0, retryAfterMs: 40_000, resetMs: 40_000 } });
+    now = 42_000;
+    expect(buckets.consult("b")).toMatchObject({ sent: 42_000 });
+    expect(buckets.stats).toEqual({ objectCalls: 2, cachedRejections: 1, leasedAdmissions: 0 });
+  });
+
+  it("a bucket busy in the previous lease period asks for that many admissions, and uses them before its deadline", () => {
+    let now = 0;
+    const buckets = new IsolateBuckets({ now: () => now });
+    for (let i = 0; i < 10; i++) {
+      const consulted = buckets.consult("b");
+      if ("want" in consulted) buckets.settle("b", consulted.sent, { allowed: true, granted: 1, remaining: 100, retryAfterMs: 0, resetMs: 0 });
+      now += 50;
+    }
+    now = LEASE_MS;
+    const consulted = buckets.consult("b");
+    expect(consulted).toEqual({ want: 10, sent: LEASE_MS });
+    buckets.settle("b", LEASE_MS, { allowed: true, granted: 10, remaining: 90, retryAfterMs: 0, resetMs: 0 });
+    for (let i = 0; i < 9; i++) expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } });
+    expect(buckets.consult("b")).toMatchObject({ want: 10 });
+    expect(buckets.stats.leasedAdmissions).toBe(9);
+  });
+
+  it("is bounded by bytes: past maxBytes the least recently used bucket is forgotten", () => {
+    const buckets = new IsolateBuckets({ maxBytes: 10 * BUCKET_ENTRY_BYTES, now: () => 0 });
+    buckets.consult("keep");
+    for (let i = 0; i < 1_000; i++) {
+      buckets.consult(`id-${i}`);
+      buckets.consult("keep");
+    }
+    expect(buckets.size).toBe(10);
+  });
+
+  it("refuses a bucket id longer than a hash: raw client keys never name memory", () => {
+    const buckets = new IsolateBuckets();
+    expect(() => buckets.consult("k".repeat(MAX_BUCKET_ID_LENGTH + 1))).toThrow(RangeError);
+  });
+
+  it("costs at most BUCKET_ENTRY_BYTES of heap per remembered bucket (measured after GC)", async () => {
+    const count = 20_000;
+    const ids = await Promise.all(Array.from({ length: count }, (_, i) => bucketId({ ingress: "local", scope: "route:e/r", action: "a", key: String(i) })));
+    const before = heapAfterGc();
+    const buckets = new IsolateBuckets({ maxBytes: count * BUCKET_ENTRY_BYTES, now: () => 0 });
+    for (const id of ids) buckets.consult(id);
+    const perEntry = (heapAfterGc() - before) / count;
+    expect(buckets.size).toBe(count);
+    expect(perEntry).toBeLessThanOrEqual(BUCKET_ENTRY_BYTES);
+  });
+});
+
+describe("bucket ids", () => {
+  it("are 43 characters whatever the key, and differ when any part differs", async () => {
+    const id = await bucketId({ ingress: "local", scope: "route:e/r", action: "a", key: "x".repeat(60_000) });
+    expect(id).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const others = await Promise.all([
+      bucketId({ ingress: "other", scope: "route:e/r", action: "a", key: "k" }),
+      bucketId({ ingress: "local", scope: "route:e/s", action: "a", key: "k" }),
+      bucketId({ ingress: "local", scope: "route:e/r", action: "b", key: "k" }),
+      bucketId({ ingress: "local", scope: "route:e/r", action: "a", key: "l" }),
+      bucketId({ ingress: "local", scope: "route:e/r", action: "a", key: "k" }),
+    ]);
+    expect(new Set(others).size).toBe(5);
+  });
+
+  it("1,000 different 60 KB keys leave the isolate's memory holding fixed-size ids only", async () => {
+    const buckets = new IsolateBuckets({ now: () => 0 });
+    const before = heapAfterGc();
+    for (let i = 0; i < 1_000; i++) {
+      const id = await bucketId({ ingress: "local", scope: "route:e/r", action: "per-key", key: `${i}:`.padEnd(60_000, "k") });
+      buckets.consult(id);
+    }
+    const grown = heapAfterGc() - before;
+    expect(buckets.size).toBe(1_000);
+    // 1,000 keys of 60 KB held as they came would be 60 MB.
+    expect(grown).toBeLessThan(1_000 * BUCKET_ENTRY_BYTES);
+  });
+});
