@@ -4,7 +4,7 @@ import { z } from "@hono/zod-openapi";
 import { ErrorCode, ServiceError } from "../errors.ts";
 import { isId } from "../ids.ts";
 import { validationError } from "./body.ts";
-import { text } from "./schemas.ts";
+import { text } from "./text.ts";
 
 export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 100;

@@ -5,7 +5,7 @@
 
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { characterCount, NOT_WELL_FORMED_MESSAGE, text } from "../../src/management/schemas.ts";
+import { characterCount, NOT_WELL_FORMED_MESSAGE, text } from "../../src/management/text.ts";
 import { decodeUtf8, firstIllFormedOffset } from "../../src/management/utf8.ts";
 
 const encoder = new TextEncoder();

@@ -8,7 +8,8 @@ import { readJsonBody } from "../body.ts";
 import { requestOrigin, type ManagementContext, type ManagementEnv } from "../context.ts";
 import { errorResponses, operation } from "../operation.ts";
 import { pageLinks, pageQuerySchema, parsePageRequest } from "../pagination.ts";
-import { text, timestampSchema, uriSchema } from "../schemas.ts";
+import { timestampSchema, uriSchema } from "../schemas.ts";
+import { text } from "../text.ts";
 import { BOT_USER_ID_PREFIX, type BotUserRecord } from "../store/bot-users.ts";
 
 /** In characters, that is Unicode code points (see `characterCount`): at most 1,020 bytes of UTF-8. */

@@ -11,7 +11,7 @@ import type { ManagementContext, ManagementEnv } from "../context.ts";
 import { findEdgeRoute } from "../edge-routes.ts";
 import { MODULE_KINDS, MODULE_SCHEMAS, type ModuleKind } from "../modules.ts";
 import { errorResponses, operation } from "../operation.ts";
-import { text } from "../schemas.ts";
+import { text } from "../text.ts";
 
 const TITLES: Record<ModuleKind, string> = { circuit_breaker: "circuit breaker", websocket_tcp_converter: "websocket TCP converter" };
 

@@ -6,7 +6,8 @@ import { getOnlineTunnel, listOnlineTunnels, type TunnelRecord } from "../../tun
 import { requestOrigin, type ManagementContext, type ManagementEnv } from "../context.ts";
 import { errorResponses, operation } from "../operation.ts";
 import { pageLinks, pageOf, pageQuerySchema, parsePageRequest } from "../pagination.ts";
-import { refSchema, text, timestampSchema, uriSchema } from "../schemas.ts";
+import { refSchema, timestampSchema, uriSchema } from "../schemas.ts";
+import { text } from "../text.ts";
 
 export const TUNNEL_ID_PREFIX = "tn";
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { z } from "@hono/zod-openapi";
 import { managementApp } from "../../../src/management/app.ts";
 import { MAX_BODY_BYTES } from "../../../src/management/body.ts";
-import { NOT_WELL_FORMED_MESSAGE } from "../../../src/management/schemas.ts";
+import { NOT_WELL_FORMED_MESSAGE } from "../../../src/management/text.ts";
 import { TEST_KEYS } from "./keys.ts";
 import { type BotUserList, ORIGIN, call, callError, callJson } from "./helpers.ts";
 
