@@ -7,12 +7,38 @@ import { celEnv, celFunc, CelScalar, isCelError, listType, parse, plan, type Cel
 import { strings } from "@bufbuild/cel/ext";
 import ipaddr from "ipaddr.js";
 import type { Exchange, Phase } from "./exchange.ts";
+import { checkExpressionCost, checkExpressionText } from "./expression-cost.ts";
+import { MAX_REGEX_WORK_PER_REQUEST } from "./limits.ts";
+import type { CompiledPattern } from "./regex.ts";
 
 /**
- * The macros read the exchange being evaluated. CEL evaluation is synchronous, so the exchange
- * is held here for exactly the duration of one `evaluate` call.
+ * The macros read the exchange being evaluated, and matches() the patterns its expression compiled at
+ * load. CEL evaluation is synchronous, so both are held here for exactly the duration of one `evaluate` call.
  */
-let current: Exchange | undefined;
+let current: { exchange: Exchange; patterns: ReadonlyMap<string, CompiledPattern> } | undefined;
+
+/**
+ * Regex work done for each request so far (text characters × pattern instructions). Keyed weakly by the
+ * request's exchange, so it holds nothing once the request is gone.
+ */
+const regexWork = new WeakMap<Exchange, number>();
+
+/** matches() through the patterns compiled at load, metered per request. */
+function meteredPattern(source: string) {
+  const evaluation = current;
+  const pattern = evaluation?.patterns.get(source);
+  if (!evaluation || !pattern) throw new Error(`pattern ${JSON.stringify(source)} was not compiled when the policy loaded`);
+  return {
+    test(text: string): boolean {
+      const work = (regexWork.get(evaluation.exchange) ?? 0) + text.length * pattern.instructions;
+      if (work > MAX_REGEX_WORK_PER_REQUEST) {
+        throw new Error(`matches() exceeds the limit of ${MAX_REGEX_WORK_PER_REQUEST} units of regex work per request (text characters × pattern instructions)`);
+      }
+      regexWork.set(evaluation.exchange, work);
+      return pattern.test(text);
+    },
+  };
+}
 
 function headerValues(headers: Headers | undefined, name: string): string[] {
   if (!headers) return [];
@@ -45,12 +71,12 @@ type Expr = ReturnType<typeof parse>["expr"];
 const STRING_LIST = listType(CelScalar.STRING);
 
 const macros = [
-  celFunc("getReqHeader", [CelScalar.STRING], STRING_LIST, (name) => headerValues(current?.request.headers, name)),
-  celFunc("hasReqHeader", [CelScalar.STRING], CelScalar.BOOL, (name) => headerValues(current?.request.headers, name).length > 0),
-  celFunc("getResHeader", [CelScalar.STRING], STRING_LIST, (name) => headerValues(current?.response?.headers, name)),
-  celFunc("hasResHeader", [CelScalar.STRING], CelScalar.BOOL, (name) => headerValues(current?.response?.headers, name).length > 0),
-  celFunc("getQueryParam", [CelScalar.STRING], STRING_LIST, (name) => current?.request.url.searchParams.getAll(name) ?? []),
-  celFunc("hasQueryParam", [CelScalar.STRING], CelScalar.BOOL, (name) => current?.request.url.searchParams.has(name) ?? false),
+  celFunc("getReqHeader", [CelScalar.STRING], STRING_LIST, (name) => headerValues(current?.exchange.request.headers, name)),
+  celFunc("hasReqHeader", [CelScalar.STRING], CelScalar.BOOL, (name) => headerValues(current?.exchange.request.headers, name).length > 0),
+  celFunc("getResHeader", [CelScalar.STRING], STRING_LIST, (name) => headerValues(current?.exchange.response?.headers, name)),
+  celFunc("hasResHeader", [CelScalar.STRING], CelScalar.BOOL, (name) => headerValues(current?.exchange.response?.headers, name).length > 0),
+  celFunc("getQueryParam", [CelScalar.STRING], STRING_LIST, (name) => current?.exchange.request.url.searchParams.getAll(name) ?? []),
+  celFunc("hasQueryParam", [CelScalar.STRING], CelScalar.BOOL, (name) => current?.exchange.request.url.searchParams.has(name) ?? false),
   celFunc("inCidrRange", [CelScalar.STRING, CelScalar.STRING], CelScalar.BOOL, (ip, cidr) => ipInCidr(ip, cidr)),
   celFunc("inCidrRanges", [CelScalar.STRING, STRING_LIST], CelScalar.BOOL, (ip, cidrs) => {
     for (const cidr of cidrs) if (typeof cidr === "string" && ipInCidr(ip, cidr)) return true;
@@ -58,7 +84,8 @@ const macros = [
   }),
 ];
 
-const env = celEnv({ funcs: [...strings, ...macros] });
+// The cost model admits only literal patterns, compiled at load: the regex engine only looks them up.
+const env = celEnv({ funcs: [...strings, ...macros], re2: { compile: meteredPattern } });
 
 /** Functions the planner implements itself rather than through the function registry. */
 const PLANNER_BUILTINS = new Set(["_&&_", "_||_", "_?_:_", "_[_]", "_[?_]", "_?._", "@not_strictly_false"]);
@@ -169,28 +196,40 @@ function checkExpr(expr: Expr | undefined, phase: Phase, locals: ReadonlySet<str
 
 export interface CompiledExpression {
   readonly source: string;
+  /** Distinct matches() patterns, compiled and kept with the expression. */
+  readonly patterns: number;
   /** True/false; an evaluation error (a missing key, a type mismatch) is returned as a message. */
   evaluate(exchange: Exchange): boolean | { error: string };
 }
 
 export type CompileExpressionResult = { ok: true; expression: CompiledExpression } | { ok: false; message: string };
 
+/**
+ * Parses, checks and plans one expression. Never throws: the text is bounded before parsing and the tree
+ * before any recursive walk, so even a hostile expression comes back as a message.
+ */
 export function compileExpression(source: string, phase: Phase): CompileExpressionResult {
+  const tooLarge = checkExpressionText(source);
+  if (tooLarge) return { ok: false, message: tooLarge };
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(source);
   } catch (error) {
     return { ok: false, message: `invalid CEL: ${(error as Error).message.replace(/^<input>:/, "")}` };
   }
+  const cost = checkExpressionCost(parsed.expr);
+  if (!cost.ok) return { ok: false, message: cost.message };
   const problem = checkExpr(parsed.expr, phase, new Set());
   if (problem) return { ok: false, message: `invalid CEL: ${problem}` };
   const program = plan(env, parsed);
+  const patterns = cost.patterns;
   return {
     ok: true,
     expression: {
       source,
+      patterns: patterns.size,
       evaluate(exchange) {
-        current = exchange;
+        current = { exchange, patterns };
         let result: CelValue | Error;
         try {
           result = program(activation(exchange));

@@ -2,8 +2,10 @@
 
 import { compileExpression, type CompiledExpression } from "./cel.ts";
 import type { CompiledAction } from "./actions/index.ts";
+import { measureDocument } from "./document-bounds.ts";
 import type { Phase } from "./exchange.ts";
 import { formatPath, type PathSegment, type PolicyIssue } from "./issues.ts";
+import { MAX_OPERATOR_POLICY_BYTES, MAX_PATTERNS_PER_POLICY, MAX_POLICY_BYTES, MAX_POLICY_EXPRESSION_CHARS } from "./limits.ts";
 import { actionDefinitions, trafficPolicySchema, type EntryDocument } from "./schema.ts";
 import { readSource } from "./source.ts";
 import { fromZodIssues } from "./zod-issues.ts";
@@ -21,7 +23,8 @@ export interface CompiledPolicy {
 
 export const emptyPolicy: CompiledPolicy = Object.freeze({ inbound: [], outbound: [] });
 
-export type CompileResult = { ok: true; policy: CompiledPolicy } | { ok: false; issues: PolicyIssue[] };
+/** `bytes`: the document's size as JSON, from which a cache estimates what the compiled policy holds. */
+export type CompileResult = { ok: true; policy: CompiledPolicy; bytes: number } | { ok: false; issues: PolicyIssue[] };
 
 export interface CompileOptions {
   readonly file?: string;
@@ -29,14 +32,33 @@ export interface CompileOptions {
   readonly lineOf?: (path: readonly PathSegment[]) => number | undefined;
   /** Where the policy sits inside its file, e.g. ["edges", 0, "routes", 1, "traffic_policy"]. */
   readonly prefix?: readonly PathSegment[];
+  /**
+   * Who wrote the policy: a tenant (sent with a tunnel; the default) or the operator (a file under
+   * policies/). Operator documents may be larger (a custom-response body may be an HTML page); every
+   * other bound is the same.
+   */
+  readonly origin?: "tenant" | "operator";
 }
 
 /** Validates a parsed policy value and compiles its expressions and actions. */
 export function compilePolicy(value: unknown, options: CompileOptions = {}): CompileResult {
   const prefix = options.prefix ?? [];
   const place = (path: PathSegment[]) => ({ file: options.file, line: options.lineOf?.(path) });
+  const at = (path: PathSegment[], message: string): CompileResult => {
+    const full = [...prefix, ...path];
+    return { ok: false, issues: [{ ...place(full), path: full, message }] };
+  };
+  // Size and depth first, without recursion: everything after this may walk the document recursively.
+  const measured = measureDocument(value ?? {}, options.origin === "operator" ? MAX_OPERATOR_POLICY_BYTES : MAX_POLICY_BYTES);
+  if (!measured.ok) return at(measured.path, measured.message);
   const parsed = trafficPolicySchema.safeParse(value ?? {});
   if (!parsed.success) return { ok: false, issues: fromZodIssues(parsed.error.issues, value, place, prefix) };
+  const expressionChars = [...(parsed.data.inbound ?? []), ...(parsed.data.outbound ?? [])]
+    .flatMap((entry) => entry.expressions ?? [])
+    .reduce((sum, source) => sum + source.length, 0);
+  if (expressionChars > MAX_POLICY_EXPRESSION_CHARS) {
+    return at([], `expressions together exceed the limit of ${MAX_POLICY_EXPRESSION_CHARS} characters per policy (have ${expressionChars})`);
+  }
 
   const issues: PolicyIssue[] = [];
   const compilePhase = (phase: Phase, entries: readonly EntryDocument[] = []): CompiledEntry[] =>
@@ -62,12 +84,15 @@ export function compilePolicy(value: unknown, options: CompileOptions = {}): Com
     inbound: Object.freeze(compilePhase("inbound", parsed.data.inbound)),
     outbound: Object.freeze(compilePhase("outbound", parsed.data.outbound)),
   });
-  return issues.length > 0 ? { ok: false, issues } : { ok: true, policy };
+  if (issues.length > 0) return { ok: false, issues };
+  const patterns = [...policy.inbound, ...policy.outbound].flatMap((entry) => entry.expressions).reduce((sum, e) => sum + e.patterns, 0);
+  if (patterns > MAX_PATTERNS_PER_POLICY) return at([], `matches() patterns exceed the limit of ${MAX_PATTERNS_PER_POLICY} per policy (have ${patterns})`);
+  return { ok: true, policy, bytes: measured.bytes };
 }
 
-/** Reads and compiles one policy file (YAML or JSON). */
+/** Reads and compiles one operator policy file (YAML or JSON) from policies/. */
 export function loadPolicy(text: string, file: string): CompileResult {
   const source = readSource(text, file);
   if (!source.ok) return source;
-  return compilePolicy(source.document.value, { file, lineOf: source.document.lineOf });
+  return compilePolicy(source.document.value, { file, lineOf: source.document.lineOf, origin: "operator" });
 }

@@ -9,6 +9,7 @@ import {
   removeHeadersAction,
   type ActionDefinition,
 } from "./actions/index.ts";
+import { MAX_ACTIONS_PER_ENTRY, MAX_ENTRIES_PER_PHASE, MAX_EXPRESSIONS_PER_ENTRY } from "./limits.ts";
 
 export const actionDefinitions: ReadonlyMap<string, ActionDefinition> = new Map(
   [rateLimitAction, denyAction, customResponseAction, addHeadersAction, removeHeadersAction].map((action) => [
@@ -31,16 +32,22 @@ export const entrySchema = z.strictObject({
   name: z.string({ error: "must be a string" }).max(1023, "must be shorter than 1024 characters").optional(),
   expressions: z
     .array(z.string({ error: "must be a string" }).min(1, "must not be empty"), { error: "must be a list of CEL strings" })
+    .max(MAX_EXPRESSIONS_PER_ENTRY, `exceeds the limit of ${MAX_EXPRESSIONS_PER_ENTRY} expressions per entry`)
     .optional()
     .describe("CEL expressions; the entry runs only when all are true."),
-  actions: z.array(actionSchema, { error: "must be a list of actions" }).min(1, "must have at least 1 action"),
+  actions: z
+    .array(actionSchema, { error: "must be a list of actions" })
+    .min(1, "must have at least 1 action")
+    .max(MAX_ACTIONS_PER_ENTRY, `exceeds the limit of ${MAX_ACTIONS_PER_ENTRY} actions per entry`),
 });
 
+const entriesSchema = z
+  .array(entrySchema, { error: "must be a list of entries" })
+  .max(MAX_ENTRIES_PER_PHASE, `exceeds the limit of ${MAX_ENTRIES_PER_PHASE} entries per phase`)
+  .optional();
+
 export const trafficPolicySchema = z
-  .strictObject({
-    inbound: z.array(entrySchema, { error: "must be a list of entries" }).optional(),
-    outbound: z.array(entrySchema, { error: "must be a list of entries" }).optional(),
-  })
+  .strictObject({ inbound: entriesSchema, outbound: entriesSchema })
   .describe("A Tollgate traffic policy: entries run in order on requests (inbound) and responses (outbound).");
 
 export type TrafficPolicyDocument = z.output<typeof trafficPolicySchema>;

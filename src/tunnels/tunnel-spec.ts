@@ -22,7 +22,20 @@ export type SpecResult = { ok: true; spec: TunnelSpec } | { ok: false; code: str
 const WORKERS_INGRESS_NOTE =
   "Cloudflare Workers ingress accepts only HTTP(S) requests, so this edge cannot take raw TCP or TLS connections; use proto: http";
 
+/**
+ * Checks a start_tunnel frame. Never throws: every frame gets an answer, and a refusal says why. The
+ * traffic policy is bounded in size, depth and cost by compilePolicy (src/policy/limits.ts) before anything
+ * walks it recursively; the catch is for bugs, so that even one of those is an answer, not a dead session.
+ */
 export function validateTunnelStart(frame: FrameOf<"start_tunnel">): SpecResult {
+  try {
+    return checkTunnelStart(frame);
+  } catch (error) {
+    return refused(TunnelFailure.internal, `the tunnel definition could not be checked: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+function checkTunnelStart(frame: FrameOf<"start_tunnel">): SpecResult {
   const proto = frame.proto?.toLowerCase();
   if (frame.labels && Object.keys(frame.labels).length > 0) {
     if (proto) return refused(TunnelFailure.invalidDefinition, "a tunnel has either labels or proto, not both");
@@ -39,7 +52,7 @@ export function validateTunnelStart(frame: FrameOf<"start_tunnel">): SpecResult 
     );
   }
   if (frame.traffic_policy !== undefined && frame.traffic_policy !== null) {
-    const compiled = compilePolicy(frame.traffic_policy, { prefix: ["traffic_policy"] });
+    const compiled = compilePolicy(frame.traffic_policy, { prefix: ["traffic_policy"], origin: "tenant" });
     if (!compiled.ok) return refused(TunnelFailure.invalidTrafficPolicy, compiled.issues.map(formatIssue).join("\n"));
   }
   const labeled = frame.labels !== undefined && Object.keys(frame.labels).length > 0;
