@@ -2,7 +2,10 @@
 
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { existsSync } from "node:fs";
+import { unstable_readConfig } from "wrangler";
 import { loadGatewayConfig } from "../src/gateway/gateway-config.ts";
+import { normalizeDomain } from "../src/tunnels/hostnames.ts";
 import { formatIssue } from "../src/policy/issues.ts";
 import { readPolicyFiles } from "./policy-files.mjs";
 
@@ -20,7 +23,8 @@ export function policyCheck(root: string, out: Output = console): number {
     out.error(`cannot read ${resolve(root, "policies")}: ${(error as Error).message}`);
     return 2;
   }
-  const result = loadGatewayConfig(files);
+  const tunnelDomain = tunnelDomainOf(root);
+  const result = loadGatewayConfig(files, { tunnelDomain });
   if (!result.ok) {
     for (const issue of result.issues) out.error(formatIssue(issue));
     out.error(`${result.issues.length} problem${result.issues.length === 1 ? "" : "s"} in policies/`);
@@ -31,6 +35,15 @@ export function policyCheck(root: string, out: Output = console): number {
     `policies/ OK: ${Object.keys(files).length} files, ${result.config.edges.length} edge${result.config.edges.length === 1 ? "" : "s"}, ${routes} route${routes === 1 ? "" : "s"}`,
   );
   return 0;
+}
+
+/** TUNNEL_DOMAIN from the [vars] of wrangler.toml under `root`, as the deployed Worker sees it ("" without one). */
+function tunnelDomainOf(root: string): string {
+  const configPath = resolve(root, "wrangler.toml");
+  if (!existsSync(configPath)) return "";
+  const config = unstable_readConfig({ config: configPath }, { hideWarnings: true });
+  const domain = (config.vars as Record<string, unknown>).TUNNEL_DOMAIN;
+  return normalizeDomain(typeof domain === "string" ? domain : undefined);
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {

@@ -63,8 +63,17 @@ export interface GatewayConfig {
 
 export type GatewayConfigResult = { ok: true; config: GatewayConfig } | { ok: false; issues: PolicyIssue[] };
 
+export interface GatewayLoadOptions {
+  /**
+   * The tunnel domain (TUNNEL_DOMAIN, normalized): hosts `<label>.<domain>` are tunnel hosts, so an edge host
+   * name under it would be shadowed by (or claimable as) a tunnel and is refused.
+   */
+  readonly tunnelDomain?: string;
+}
+
 /** Loads the gateway from the bundled files (path under the repository → text); reports every issue at once. */
-export function loadGatewayConfig(files: Readonly<Record<string, string>>): GatewayConfigResult {
+export function loadGatewayConfig(files: Readonly<Record<string, string>>, options: GatewayLoadOptions = {}): GatewayConfigResult {
+  const tunnelDomain = options.tunnelDomain ?? "";
   const issues: PolicyIssue[] = [];
   const policies = new Map<string, CompiledPolicy>();
   for (const [file, text] of Object.entries(files)) {
@@ -94,6 +103,12 @@ export function loadGatewayConfig(files: Readonly<Record<string, string>>): Gate
     edgeDoc.hostnames.forEach((hostname, hostIndex) => {
       const owner = hostOwners.get(hostname);
       if (owner) issue(["edges", edgeIndex, "hostnames", hostIndex], `host name '${hostname}' is already served by edge '${owner}'`);
+      if (isUnderTunnelDomain(hostname, tunnelDomain)) {
+        issue(
+          ["edges", edgeIndex, "hostnames", hostIndex],
+          `host name '${hostname}' is under the tunnel domain '${tunnelDomain}' (TUNNEL_DOMAIN), where every host is a tunnel's: use a host name outside it, or another TUNNEL_DOMAIN`,
+        );
+      }
       hostOwners.set(hostname, edgeDoc.id);
     });
     const routeIds = new Set<string>();
@@ -115,6 +130,13 @@ export function loadGatewayConfig(files: Readonly<Record<string, string>>): Gate
   });
 
   return issues.length > 0 ? { ok: false, issues } : { ok: true, config: { edges, policies } };
+}
+
+/** `api.<domain>` and `*.<domain>` (or deeper) are tunnel hosts; `*` and wider wildcards only fall back behind them. */
+function isUnderTunnelDomain(hostname: string, tunnelDomain: string): boolean {
+  if (tunnelDomain === "") return false;
+  const name = hostname.startsWith("*.") ? hostname.slice(2) : hostname;
+  return name.endsWith(`.${tunnelDomain}`) || (hostname.startsWith("*.") && name === tunnelDomain);
 }
 
 function normalizePrefix(prefix: string): string {

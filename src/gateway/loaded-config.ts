@@ -11,21 +11,20 @@ export interface LoadedGateway {
   readonly routes: RouteTable;
 }
 
-let loaded: { ok: true; gateway: LoadedGateway } | { ok: false; error: ServiceError } | undefined;
+type Loaded = { ok: true; gateway: LoadedGateway } | { ok: false; error: ServiceError };
+
+let loaded: { tunnelDomain: string; result: Loaded } | undefined;
 
 /** The compiled gateway, or the error that explains why the committed policies do not load. */
-export function loadedGateway(): { ok: true; gateway: LoadedGateway } | { ok: false; error: ServiceError } {
-  if (loaded) return loaded;
-  const result = loadGatewayConfig(policyFiles);
-  if (result.ok) {
-    loaded = { ok: true, gateway: { config: result.config, routes: buildRouteTable(result.config) } };
-  } else {
-    const messages = result.issues.map(formatIssue);
-    console.error(`Tollgate: the policies do not load:\n${messages.join("\n")}`);
-    loaded = {
-      ok: false,
-      error: new ServiceError(500, ErrorCode.internal, `The gateway's policies do not load: ${messages.join("; ")}`, { issues: messages }),
-    };
-  }
-  return loaded;
+export function loadedGateway(tunnelDomain: string): Loaded {
+  if (loaded?.tunnelDomain !== tunnelDomain) loaded = { tunnelDomain, result: load(tunnelDomain) };
+  return loaded.result;
+}
+
+function load(tunnelDomain: string): Loaded {
+  const result = loadGatewayConfig(policyFiles, { tunnelDomain });
+  if (result.ok) return { ok: true, gateway: { config: result.config, routes: buildRouteTable(result.config) } };
+  const messages = result.issues.map(formatIssue);
+  console.error(`Tollgate: the policies do not load:\n${messages.join("\n")}`);
+  return { ok: false, error: new ServiceError(500, ErrorCode.internal, `The gateway's policies do not load: ${messages.join("; ")}`, { issues: messages }) };
 }

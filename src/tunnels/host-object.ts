@@ -1,42 +1,54 @@
 /**
  * TunnelHost: one Durable Object per public host label, naming the tunnel that serves it. Public requests
- * resolve their host here (then go straight to the session); starting a tunnel claims its label, which
- * succeeds when the label is free or its holder's session no longer has that tunnel.
+ * resolve their host here (then go straight to the session); starting a tunnel claims its label under the
+ * rules of host-claims.ts (owned by its account, with a grace period after the tunnel goes offline).
  */
 
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
+import { decideClaim, HOST_GRACE_MS, isExpired, releaseClaim, type HostClaim, type HostRecord } from "./host-claims.ts";
 
-/** Who serves a host: enough for the Worker to relay without asking anyone else. */
-export interface HostClaim {
-  readonly accountId: string;
-  readonly sessionId: string;
-  readonly tunnelId: string;
-  /** The tunnel's traffic policy document (validated when the tunnel started). */
-  readonly trafficPolicy?: unknown;
-}
+export type { HostClaim } from "./host-claims.ts";
 
 export type ClaimResult = { ok: true } | { ok: false; reason: string };
 
-const CLAIM_KEY = "claim";
+const RECORD_KEY = "host";
 
 export class TunnelHost extends DurableObject<Env> {
   async claim(claim: HostClaim): Promise<ClaimResult> {
-    const holder = this.ctx.storage.kv.get<HostClaim>(CLAIM_KEY);
-    if (holder && holder.tunnelId !== claim.tunnelId && (await this.holderIsOnline(holder))) {
-      return { ok: false, reason: "in use by another online tunnel" };
-    }
-    this.ctx.storage.kv.put(CLAIM_KEY, claim);
-    return { ok: true };
+    const record = this.record();
+    const online = record && record.releasedAt === undefined && record.claim.tunnelId !== claim.tunnelId ? await this.holderIsOnline(record.claim) : false;
+    const decision = decideClaim(record, claim, () => online, Date.now());
+    if (decision.record) this.save(decision.record);
+    return decision.ok ? { ok: true } : { ok: false, reason: decision.reason };
   }
 
-  /** Frees the host if `tunnelId` still holds it. */
-  release(tunnelId: string): void {
-    if (this.ctx.storage.kv.get<HostClaim>(CLAIM_KEY)?.tunnelId === tunnelId) this.ctx.storage.kv.delete(CLAIM_KEY);
+  /** Marks the host offline if `tunnelId` still holds it; its account keeps it for the grace period. */
+  async release(tunnelId: string): Promise<void> {
+    const record = this.record();
+    const released = releaseClaim(record, tunnelId, Date.now());
+    if (released && released !== record) this.save(released);
   }
 
+  /** The claim of the tunnel serving this host right now, if any. */
   resolve(): HostClaim | null {
-    return this.ctx.storage.kv.get<HostClaim>(CLAIM_KEY) ?? null;
+    const record = this.record();
+    return record && record.releasedAt === undefined ? record.claim : null;
+  }
+
+  override async alarm(): Promise<void> {
+    const record = this.record();
+    if (record && isExpired(record, Date.now())) this.ctx.storage.kv.delete(RECORD_KEY);
+  }
+
+  private record(): HostRecord | undefined {
+    return this.ctx.storage.kv.get<HostRecord>(RECORD_KEY);
+  }
+
+  private save(record: HostRecord): void {
+    this.ctx.storage.kv.put(RECORD_KEY, record);
+    // A released host is forgotten when its grace is over, so labels used once cost no storage forever.
+    if (record.releasedAt !== undefined) void this.ctx.storage.setAlarm(record.releasedAt + HOST_GRACE_MS);
   }
 
   private async holderIsOnline(holder: HostClaim): Promise<boolean> {

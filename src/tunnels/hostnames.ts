@@ -23,6 +23,23 @@ export function tunnelLabelOf(hostname: string, domain: string): string | undefi
   return host.slice(0, -domain.length - 1);
 }
 
+/**
+ * Labels no tenant may claim: names people trust on sight (a phishing page at `login.<domain>` or
+ * `admin.<domain>` would look like the operator's own), and names of infrastructure.
+ */
+export const RESERVED_LABELS: ReadonlySet<string> = new Set(
+  (
+    "www api admin administrator root login logout signin signup register auth oauth sso id identity account accounts " +
+    "app apps dashboard console portal manage management billing pay payment payments secure security support help " +
+    "docs status blog mail email webmail smtp imap pop ftp ns ns1 ns2 dns mx vpn cdn static assets edge gateway " +
+    "tunnel tunnels agent tollgate ngrok localhost internal"
+  ).split(" "),
+);
+
+export function isReservedLabel(label: string): boolean {
+  return RESERVED_LABELS.has(label);
+}
+
 /** True for a DNS label we hand out or accept as a subdomain. */
 export function isValidLabel(label: string): boolean {
   return LABEL.test(label);

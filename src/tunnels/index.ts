@@ -1,6 +1,7 @@
 /** Tunnels: the Durable Objects the Worker exports and the dispatch it calls. */
 
 export { routeTunnelTraffic } from "./dispatch.ts";
+export { normalizeDomain } from "./hostnames.ts";
 export { TunnelHost } from "./host-object.ts";
 export { TunnelRegistry } from "./registry-object.ts";
 export { TunnelSession } from "./session-object.ts";

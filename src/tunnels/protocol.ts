@@ -197,6 +197,8 @@ export const TunnelFailure = {
   invalidDefinition: "invalid_definition",
   invalidTrafficPolicy: "invalid_traffic_policy",
   subdomainInUse: "subdomain_in_use",
+  subdomainReserved: "subdomain_reserved",
+  hostQuotaExceeded: "host_quota_exceeded",
   tunnelsDisabled: "tunnels_disabled",
   internal: "internal",
 } as const;

@@ -37,9 +37,18 @@ export async function addOnlineTunnel(env: Env, accountId: string, sessionId: st
   await registry(env, accountId).add(sessionId, record, leaseMs);
 }
 
-/** Takes the listed tunnels of a session offline, or all of them. */
-export async function removeOnlineTunnels(env: Env, accountId: string, sessionId: string, tunnelIds?: readonly string[]): Promise<void> {
-  await registry(env, accountId).remove(sessionId, tunnelIds);
+/** Takes the listed tunnels of a session offline, or all of them; their host labels stay held for `graceMs`. */
+export async function removeOnlineTunnels(env: Env, accountId: string, sessionId: string, tunnelIds?: readonly string[], graceMs = 0): Promise<void> {
+  await registry(env, accountId).remove(sessionId, tunnelIds, graceMs);
+}
+
+/** Counts a host label against the account's quota; false when the account holds `limit` others already. */
+export async function holdHost(env: Env, accountId: string, hold: { label: string; tunnelId: string; sessionId: string }, limit: number, leaseMs: number): Promise<boolean> {
+  return registry(env, accountId).holdHost(hold.label, hold.tunnelId, hold.sessionId, limit, leaseMs);
+}
+
+export async function forgetHost(env: Env, accountId: string, label: string, tunnelId: string): Promise<void> {
+  await registry(env, accountId).forgetHost(label, tunnelId);
 }
 
 export async function renewOnlineTunnels(env: Env, accountId: string, sessionId: string, leaseMs: number): Promise<void> {

@@ -8,7 +8,7 @@ import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
 import type { TunnelRecord } from "./registry-client.ts";
 
-const SCHEMA_VERSION = 1;
+const SCHEMA_VERSION = 2;
 
 export class TunnelRegistry extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
@@ -24,6 +24,15 @@ export class TunnelRegistry extends DurableObject<Env> {
         lease_until INTEGER NOT NULL
       )`);
       sql.exec("CREATE INDEX IF NOT EXISTS tunnels_by_session ON tunnels (session_id)");
+      // Host labels the account holds, counted against its quota until held_until: while their tunnel is online
+      // (leased and renewed like the tunnel), then for the grace period after it went offline.
+      sql.exec(`CREATE TABLE IF NOT EXISTS held_hosts (
+        label TEXT PRIMARY KEY,
+        tunnel_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        held_until INTEGER NOT NULL
+      )`);
+      sql.exec("CREATE INDEX IF NOT EXISTS held_hosts_by_session ON held_hosts (session_id)");
       sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)", SCHEMA_VERSION);
     }
   }
@@ -40,18 +49,30 @@ export class TunnelRegistry extends DurableObject<Env> {
     );
   }
 
-  /** Takes tunnels of `sessionId` offline: the listed ones, or all of them. */
-  remove(sessionId: string, tunnelIds?: readonly string[]): number {
+  /**
+   * Takes tunnels of `sessionId` offline: the listed ones, or all of them. Their host labels stay counted
+   * against the account's quota for `graceMs` (the time only this account may claim them again).
+   */
+  remove(sessionId: string, tunnelIds?: readonly string[], graceMs = 0): number {
     const sql = this.ctx.storage.sql;
-    if (!tunnelIds) return sql.exec("DELETE FROM tunnels WHERE session_id = ?", sessionId).rowsWritten;
+    const heldUntil = Date.now() + graceMs;
+    if (!tunnelIds) {
+      sql.exec("UPDATE held_hosts SET held_until = ? WHERE session_id = ?", heldUntil, sessionId);
+      return sql.exec("DELETE FROM tunnels WHERE session_id = ?", sessionId).rowsWritten;
+    }
     let removed = 0;
-    for (const id of tunnelIds) removed += sql.exec("DELETE FROM tunnels WHERE session_id = ? AND id = ?", sessionId, id).rowsWritten;
+    for (const id of tunnelIds) {
+      sql.exec("UPDATE held_hosts SET held_until = ? WHERE session_id = ? AND tunnel_id = ?", heldUntil, sessionId, id);
+      removed += sql.exec("DELETE FROM tunnels WHERE session_id = ? AND id = ?", sessionId, id).rowsWritten;
+    }
     return removed;
   }
 
-  /** Extends the lease of every tunnel of `sessionId`; answers how many it has. */
+  /** Extends the lease of every tunnel (and held host) of `sessionId`; answers how many tunnels it has. */
   renew(sessionId: string, leaseMs: number): number {
-    return this.ctx.storage.sql.exec("UPDATE tunnels SET lease_until = ? WHERE session_id = ?", Date.now() + leaseMs, sessionId).rowsWritten;
+    const sql = this.ctx.storage.sql;
+    sql.exec("UPDATE held_hosts SET held_until = ? WHERE session_id = ?", Date.now() + leaseMs, sessionId);
+    return sql.exec("UPDATE tunnels SET lease_until = ? WHERE session_id = ?", Date.now() + leaseMs, sessionId).rowsWritten;
   }
 
   /** Online tunnels, newest first (ids sort by creation time). */
@@ -67,6 +88,25 @@ export class TunnelRegistry extends DurableObject<Env> {
       .exec<{ record: string }>("SELECT record FROM tunnels WHERE id = ? AND lease_until > ?", id, Date.now())
       .toArray()[0];
     return row ? (JSON.parse(row.record) as TunnelRecord) : null;
+  }
+
+  /**
+   * Counts `label` as held by the account for a tunnel of `sessionId` (leased for `leaseMs`, renewed with the
+   * session), unless the account already holds `limit` other labels. Answers whether it may go on.
+   */
+  holdHost(label: string, tunnelId: string, sessionId: string, limit: number, leaseMs: number): boolean {
+    const sql = this.ctx.storage.sql;
+    const now = Date.now();
+    sql.exec("DELETE FROM held_hosts WHERE held_until <= ?", now);
+    const others = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM held_hosts WHERE label != ?", label).toArray()[0].n;
+    if (others >= limit) return false;
+    sql.exec("INSERT OR REPLACE INTO held_hosts (label, tunnel_id, session_id, held_until) VALUES (?, ?, ?, ?)", label, tunnelId, sessionId, now + leaseMs);
+    return true;
+  }
+
+  /** Forgets a hold whose claim did not go through. */
+  forgetHost(label: string, tunnelId: string): void {
+    this.ctx.storage.sql.exec("DELETE FROM held_hosts WHERE label = ? AND tunnel_id = ?", label, tunnelId);
   }
 
   private sweep(): void {

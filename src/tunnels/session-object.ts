@@ -8,16 +8,16 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
 import { newId } from "../ids.ts";
-import { rfc3339 } from "../management/store/timestamps.ts";
+import { rfc3339 } from "../time.ts";
 import { EdgeStreams } from "./edge-streams.ts";
 import { streamFailure } from "./errors.ts";
-import type { HostClaim } from "./host-object.ts";
-import { publicUrl, randomLabel, type PublicBase } from "./hostnames.ts";
+import { HOST_GRACE_MS, MAX_HOSTS_PER_ACCOUNT, type HostClaim } from "./host-claims.ts";
+import { isReservedLabel, publicUrl, randomLabel, type PublicBase } from "./hostnames.ts";
 import { AGENT_TAG, PublicSockets } from "./public-sockets.ts";
 import { CloseCode, decodeFrames, HEARTBEAT_PING, HEARTBEAT_PONG, ResetCode, TunnelFailure, type Frame, type FrameOf } from "./protocol.ts";
 import { FrameOutbox } from "./framing.ts";
 import { StreamIds } from "./stream-ids.ts";
-import { addOnlineTunnel, removeOnlineTunnels, renewOnlineTunnels, type TunnelRecord } from "./registry-client.ts";
+import { addOnlineTunnel, forgetHost, holdHost, removeOnlineTunnels, renewOnlineTunnels, type TunnelRecord } from "./registry-client.ts";
 import { validateTunnelStart } from "./tunnel-spec.ts";
 
 /** What the Worker tells a new session about itself. */
@@ -232,14 +232,12 @@ export class TunnelSession extends DurableObject<Env> {
     let label: string | undefined;
     if (spec.kind === "endpoint") {
       const claim: HostClaim = { accountId: meta.accountId, sessionId: meta.sessionId, tunnelId: id, trafficPolicy: spec.trafficPolicy };
-      label = await this.claimHost(claim, spec.subdomain);
-      if (!label) {
+      const claimed = await this.claimHost(meta, claim, spec.subdomain);
+      if (!claimed.ok) {
         this.ctx.storage.kv.delete(TUNNEL_PREFIX + id);
-        return failed(
-          TunnelFailure.subdomainInUse,
-          spec.subdomain ? `subdomain '${spec.subdomain}' is in use by another online tunnel` : "could not find a free host name; try again",
-        );
+        return failed(claimed.code, claimed.message);
       }
+      label = claimed.label;
       record = {
         ...base,
         public_url: publicUrl(label, meta.domain, meta.publicBase),
@@ -277,14 +275,39 @@ export class TunnelSession extends DurableObject<Env> {
     this.send({ type: "tunnel_stopped", request_id: frame.request_id, tunnel_id: frame.tunnel_id, reason: tunnel ? "stopped by the agent" : "not running" });
   }
 
-  /** Claims the wanted subdomain, or a random free label; undefined when none could be had. */
-  private async claimHost(claim: HostClaim, subdomain: string | undefined): Promise<string | undefined> {
-    const candidates = subdomain ? [subdomain] : Array.from({ length: RANDOM_LABEL_ATTEMPTS }, () => randomLabel());
-    for (const label of candidates) {
-      const result = await hostObject(this.env, label).claim(claim);
-      if (result.ok) return label;
+  /**
+   * Claims the wanted subdomain, or a random free label, within the account's quota of held host names.
+   * Reserved names are never handed out; a name another account used lately is kept for it (host-claims.ts).
+   */
+  private async claimHost(
+    meta: SessionMeta,
+    claim: HostClaim,
+    subdomain: string | undefined,
+  ): Promise<{ ok: true; label: string } | { ok: false; code: string; message: string }> {
+    if (subdomain && isReservedLabel(subdomain)) {
+      return { ok: false, code: TunnelFailure.subdomainReserved, message: `subdomain '${subdomain}' is reserved: names such as www, api, admin and login are never handed out` };
     }
-    return undefined;
+    const candidates = subdomain ? [subdomain] : Array.from({ length: RANDOM_LABEL_ATTEMPTS }, () => randomLabel());
+    let refusal = "";
+    for (const label of candidates) {
+      const hold = { label, tunnelId: claim.tunnelId, sessionId: meta.sessionId };
+      if (!(await holdHost(this.env, meta.accountId, hold, MAX_HOSTS_PER_ACCOUNT, meta.heartbeatMs * LEASE_HEARTBEATS))) {
+        return {
+          ok: false,
+          code: TunnelFailure.hostQuotaExceeded,
+          message: `the account already holds ${MAX_HOSTS_PER_ACCOUNT} host names (its online tunnels, and for ${HOST_GRACE_MS / 60_000} minutes those of tunnels that went offline); stop a tunnel first`,
+        };
+      }
+      const result = await hostObject(this.env, label).claim(claim);
+      if (result.ok) return { ok: true, label };
+      await forgetHost(this.env, meta.accountId, label, claim.tunnelId);
+      refusal = result.reason;
+    }
+    return {
+      ok: false,
+      code: TunnelFailure.subdomainInUse,
+      message: subdomain ? `subdomain '${subdomain}' ${refusal}` : "could not find a free host name; try again",
+    };
   }
 
   private async dropTunnel(meta: SessionMeta, tunnel: SessionTunnel): Promise<void> {
@@ -293,7 +316,7 @@ export class TunnelSession extends DurableObject<Env> {
     this.publicSockets.close("the tunnel was stopped", tunnel.id);
     await Promise.allSettled([
       tunnel.label ? hostObject(this.env, tunnel.label).release(tunnel.id) : Promise.resolve(),
-      removeOnlineTunnels(this.env, meta.accountId, meta.sessionId, [tunnel.id]),
+      removeOnlineTunnels(this.env, meta.accountId, meta.sessionId, [tunnel.id], HOST_GRACE_MS),
     ]);
   }
 
@@ -309,7 +332,7 @@ export class TunnelSession extends DurableObject<Env> {
     if (!meta) return;
     await Promise.allSettled([
       ...tunnels.filter((tunnel) => tunnel.label).map((tunnel) => hostObject(this.env, tunnel.label!).release(tunnel.id)),
-      removeOnlineTunnels(this.env, meta.accountId, meta.sessionId),
+      removeOnlineTunnels(this.env, meta.accountId, meta.sessionId, undefined, HOST_GRACE_MS),
     ]);
   }
 

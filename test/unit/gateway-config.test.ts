@@ -85,6 +85,20 @@ describe("gateway.yaml validation", () => {
     expect(problems(text)).toEqual([`${GATEWAY}:8: edges[1].hostnames[1]: host name 'a.test' is already served by edge 'e1'`]);
   });
 
+  it.each([["api.tunnels.test"], ["a.b.tunnels.test"], ["'*.tunnels.test'"]])("host name %s under the tunnel domain is refused, located", (hostname) => {
+    const text = lines("edges:", "  - id: e1", "    hostnames:", "      - a.test", `      - ${hostname}`, "    routes: [{ id: r1, match: /, upstream: echo }]");
+    const result = loadGatewayConfig({ ...POLICIES, [GATEWAY]: text }, { tunnelDomain: "tunnels.test" });
+    const name = hostname.replace(/'/g, "");
+    expect(result.ok ? [] : result.issues.map(formatIssue)).toEqual([
+      `${GATEWAY}:5: edges[0].hostnames[1]: host name '${name}' is under the tunnel domain 'tunnels.test' (TUNNEL_DOMAIN), where every host is a tunnel's: use a host name outside it, or another TUNNEL_DOMAIN`,
+    ]);
+  });
+
+  it("the tunnel domain itself, hosts beside it and the catch-all '*' are not under it", () => {
+    const text = lines("edges:", "  - id: e1", "    hostnames: [tunnels.test, othertunnels.test, '*', '*.test']", "    routes: [{ id: r1, match: /, upstream: echo }]");
+    expect(loadGatewayConfig({ ...POLICIES, [GATEWAY]: text }, { tunnelDomain: "tunnels.test" }).ok).toBe(true);
+  });
+
   it.each([["A.test"], ["a.test:8080"], ["foo.*.test"], ["a_b.test"], ["-a.test"], ['""'], ["https://a.test"]])("host name %s is refused", (hostname) => {
     const text = lines("edges:", "  - id: e1", "    hostnames:", `      - ${hostname}`, "    routes: [{ id: r1, match: /, upstream: echo }]");
     expect(problems(text)).toEqual([`${GATEWAY}:4: edges[0].hostnames[0]: must be a lower-case host name without port, '*.<domain>' or '*'`]);

@@ -37,6 +37,16 @@ describe("npm run policy:check", () => {
     expect(result.lines[0]).toMatch(/^policies\/ OK: \d+ files, 1 edge, \d+ routes$/);
   });
 
+  it("refuses an edge host name under wrangler.toml's TUNNEL_DOMAIN, located", () => {
+    const root = repoWith({ "gateway.yaml": gateway.replace('["example.com"]', '["example.com", "api.tunnels.test"]'), "api.yaml": "inbound: []\n" });
+    writeFileSync(join(root, "wrangler.toml"), 'name = "t"\nmain = "src/worker.ts"\ncompatibility_date = "2026-04-20"\n\n[vars]\nTUNNEL_DOMAIN = "Tunnels.Test."\n');
+    const result = run(root);
+    expect(result.code).toBe(1);
+    expect(result.errors[0]).toBe(
+      "policies/gateway.yaml:3: edges[0].hostnames[1]: host name 'api.tunnels.test' is under the tunnel domain 'tunnels.test' (TUNNEL_DOMAIN), where every host is a tunnel's: use a host name outside it, or another TUNNEL_DOMAIN",
+    );
+  });
+
   it("exits 1 and prints file:line: path: message for each problem", () => {
     const root = repoWith({
       "gateway.yaml": gateway,
