@@ -3,10 +3,15 @@
 import { Hono } from "hono";
 import type { Env } from "./env.ts";
 import { loadedGateway } from "./gateway/loaded-config.ts";
-import { handleGatewayRequest, type IsolateState } from "./gateway/pipeline.ts";
+import { BreakerMemory } from "./gateway/modules/breaker-memory.ts";
+import { RouteModulesCache } from "./gateway/modules/route-modules.ts";
+import { handleGatewayRequest } from "./gateway/pipeline.ts";
+import type { UpstreamHandlers } from "./gateway/upstream.ts";
 import { IsolateBuckets } from "./limiter/isolate-buckets.ts";
-import { upstreamHandlers } from "./gateway/handlers.ts";
-import { routeTunnelTraffic } from "./tunnels/index.ts";
+import { createManagementApp } from "./management/app.ts";
+import { getRouteModules } from "./management/edge-routes.ts";
+import { normalizeDomain, routeTunnelTraffic } from "./tunnels/index.ts";
+import { CompiledPolicyCache } from "./tunnels/policy-cache.ts";
 
 export { RateLimiter } from "./limiter/limiter-object.ts";
 export { CircuitBreaker } from "./gateway/modules/breaker-object.ts";
@@ -16,16 +21,45 @@ export { TunnelHost, TunnelRegistry, TunnelSession } from "./tunnels/index.ts";
 const app = new Hono<{ Bindings: Env }>();
 
 /** This isolate's memories, shared by its requests (workerd runs one module instance per isolate). */
-const isolate: IsolateState = { buckets: new IsolateBuckets() };
+const isolate = {
+  buckets: new IsolateBuckets(),
+  routeModules: new RouteModulesCache(),
+  breakers: new BreakerMemory(),
+  tunnelPolicies: new CompiledPolicyCache(),
+};
+
+const management = createManagementApp({
+  edges: {
+    edge(env, edgeId) {
+      const loaded = loadedGateway(normalizeDomain(env.TUNNEL_DOMAIN));
+      if (!loaded.ok) throw loaded.error;
+      return loaded.gateway.routes.edge(edgeId);
+    },
+  },
+});
+
+/** The gateway's built-in upstreams: the management API, and the route modules stored through it. */
+export const upstreamHandlers: UpstreamHandlers = {
+  management: (request, env, ctx) => management.fetch(request, env, ctx),
+  routeModules: (env, route) => getRouteModules(env, route.edgeId, route.id),
+};
 
 // Isolate counters for the benchmark (rate-limiter object calls vs. rejections answered from memory).
 app.get("/__tollgate/stats", (c, next) => (c.env.TOLLGATE_DEBUG_STATS === "1" ? c.json(isolate.buckets.stats) : next()));
+
+// A gateway whose policies do not load serves nothing, tunnels included: a config with an edge host under
+// TUNNEL_DOMAIN must not let that host be claimed as a tunnel while the operator fixes it.
+app.use("*", async (c, next) => {
+  const loaded = loadedGateway(normalizeDomain(c.env.TUNNEL_DOMAIN));
+  if (!loaded.ok) return loaded.error.toResponse();
+  await next();
+});
 
 // Tunnel hosts (<label>.TUNNEL_DOMAIN) and the agent endpoint, before the gateway's routes.
 app.use("*", async (c, next) => (await routeTunnelTraffic(c.req.raw, c.env, isolate)) ?? next());
 
 app.all("*", (c) => {
-  const loaded = loadedGateway();
+  const loaded = loadedGateway(normalizeDomain(c.env.TUNNEL_DOMAIN));
   if (!loaded.ok) return loaded.error.toResponse();
   return handleGatewayRequest(c.req.raw, c.env, c.executionCtx as ExecutionContext, loaded.gateway.routes, upstreamHandlers, isolate);
 });

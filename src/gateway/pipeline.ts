@@ -6,11 +6,14 @@ import type { CompiledPolicy } from "../policy/compile.ts";
 import { runPhase } from "../policy/evaluate.ts";
 import { initialVars, type ActionServices, type Exchange } from "../policy/exchange.ts";
 import type { IsolateBuckets } from "../limiter/isolate-buckets.ts";
+import type { CompiledPolicyCache } from "../tunnels/policy-cache.ts";
 import { ingressId } from "./ingress.ts";
 import { durableObjectCounter } from "./limiter-client.ts";
 import type { RouteTable } from "./route-table.ts";
 import { dispatch, type UpstreamHandlers } from "./upstream.ts";
 import { withCircuitBreaker } from "./modules/breaker-client.ts";
+import type { BreakerMemory } from "./modules/breaker-memory.ts";
+import type { RouteModulesCache } from "./modules/route-modules.ts";
 import { bridgeWebSocketToTcp } from "./modules/websocket-tcp.ts";
 import type { Upstream } from "./upstream-spec.ts";
 
@@ -22,6 +25,10 @@ export function clientIp(request: Request): string {
 /** What one isolate remembers across requests; worker.ts makes one per isolate and passes it in. */
 export interface IsolateState {
   readonly buckets: IsolateBuckets;
+  readonly routeModules: RouteModulesCache;
+  readonly breakers: BreakerMemory;
+  /** Compiled tunnel traffic policies, bounded by bytes. */
+  readonly tunnelPolicies: CompiledPolicyCache;
 }
 
 export interface Target {
@@ -75,7 +82,8 @@ export async function handleGatewayRequest(
     }).toResponse();
   }
   const label = `${route.edgeId}/${route.id}`;
-  const modules = handlers.routeModules ? await handlers.routeModules(env, route) : {};
+  const read = handlers.routeModules;
+  const modules = read ? await isolate.routeModules.get(label, () => read(env, route)) : {};
   const upstream: Upstream = route.upstream;
   const converter = modules.websocket_tcp_converter?.enabled && upstream.kind === "tcp" ? upstream : undefined;
   const breaker = modules.circuit_breaker?.enabled ? modules.circuit_breaker : undefined;
@@ -91,7 +99,7 @@ export async function handleGatewayRequest(
       volumeThreshold: breaker.volume_threshold,
       errorThresholdPercentage: breaker.error_threshold_percentage,
     };
-    forward = (original, exchange) => withCircuitBreaker(env, ctx, ingressId(env, request), label, spec, () => direct(original, exchange));
+    forward = (original, exchange) => withCircuitBreaker(env, ctx, isolate.breakers, ingressId(env, request), label, spec, () => direct(original, exchange));
   }
   return runThroughPolicy(request, env, isolate, { scope: `route:${label}`, policy: route.policy, forward });
 }

@@ -3,14 +3,15 @@
 import type { Env } from "../env.ts";
 import { ErrorCode, ServiceError } from "../errors.ts";
 import type { Exchange } from "../policy/exchange.ts";
-import type { RouteModules } from "../management/modules.ts";
 import type { Route } from "./gateway-config.ts";
+import type { RouteModules } from "./modules/route-modules.ts";
 import type { Upstream } from "./upstream-spec.ts";
 
+/** What the gateway calls outside itself; worker.ts builds them from the management layer and passes them in. */
 export interface UpstreamHandlers {
   /** The built-in management API. */
   management(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> | Response;
-  /** The modules stored for a route (none when absent). */
+  /** Reads the modules stored for a route (none when absent); the pipeline remembers them per isolate. */
   routeModules?(env: Env, route: Route): Promise<RouteModules>;
 }
 

@@ -5,9 +5,9 @@
  */
 
 import { OpenAPIHono } from "@hono/zod-openapi";
-import type { Env } from "../env.ts";
 import { apiKeyAuth } from "./auth.ts";
 import type { ManagementEnv } from "./context.ts";
+import type { EdgeDirectory } from "./edge-routes.ts";
 import { handleError, notFoundOrMethodNotAllowed, operationId, type ServedOperation } from "./error-handler.ts";
 import { serveOpenApi } from "./openapi.ts";
 import { pathPattern } from "./operation.ts";
@@ -16,8 +16,18 @@ import { edgeRouteModulesRouter } from "./routes/edge-route-modules.ts";
 import { tunnelsRouter } from "./routes/tunnels.ts";
 import { serviceVersion } from "./version.ts";
 
-function buildApp(): OpenAPIHono<ManagementEnv> {
+/** What the management API needs from outside its layer; worker.ts wires it. */
+export interface ManagementDeps {
+  readonly edges: EdgeDirectory;
+}
+
+/** The management API app; worker.ts builds one per isolate and serves it as the gateway's `management` upstream. */
+export function createManagementApp({ edges }: ManagementDeps): OpenAPIHono<ManagementEnv> {
   const api = new OpenAPIHono<ManagementEnv>();
+  api.use(async (c, next) => {
+    c.set("edges", edges);
+    await next();
+  });
   api.use(operationId());
   serveOpenApi(api);
   api.use(apiKeyAuth(), serviceVersion());
@@ -34,12 +44,3 @@ function buildApp(): OpenAPIHono<ManagementEnv> {
   api.onError(handleError);
   return api;
 }
-
-const app = buildApp();
-
-/** The `management` upstream of the gateway. */
-export function handleManagement(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> | Response {
-  return app.fetch(request, env, ctx);
-}
-
-export { app as managementApp };

@@ -1,16 +1,24 @@
 /**
- * Which account owns the edges of policies/gateway.yaml, and the route lookup the module endpoints and
- * the gateway share. The gateway is global (one policies/ per deployment), so its edges belong to one
- * account, `TOLLGATE_EDGE_ACCOUNT` (default `acct_dev`): only that account sees them and stores their
- * modules, and the gateway applies that account's modules.
+ * Which account owns the edges of policies/gateway.yaml, the route lookup of the module endpoints, and
+ * the read of a route's modules that worker.ts hands to the gateway. The gateway is global (one
+ * policies/ per deployment), so its edges belong to one account, `TOLLGATE_EDGE_ACCOUNT` (default
+ * `acct_dev`): only that account sees them and stores their modules, and the gateway applies that
+ * account's modules.
  */
 
 import type { Env } from "../env.ts";
 import { ErrorCode, ServiceError } from "../errors.ts";
-import type { Route } from "../gateway/gateway-config.ts";
-import { loadedGateway } from "../gateway/loaded-config.ts";
 import { accountStore } from "./account-store.ts";
 import type { RouteModules } from "./modules.ts";
+
+/**
+ * The edges of policies/gateway.yaml as the management API needs them. worker.ts supplies them from the
+ * gateway's config, so management does not depend on the gateway layer.
+ */
+export interface EdgeDirectory {
+  /** The edge `edgeId` as deployment `env` configures it; throws the config's error when the policies do not load. */
+  edge(env: Env, edgeId: string): { readonly routes: readonly { readonly id: string }[] } | undefined;
+}
 
 export const DEFAULT_EDGE_ACCOUNT = "acct_dev";
 
@@ -21,13 +29,11 @@ export function edgeOwnerAccount(env: Env): string {
 }
 
 /**
- * The route `routeId` of edge `edgeId` as `accountId` may see it: an unknown edge, or an edge of another
+ * Passes if `accountId` may see route `routeId` of edge `edgeId`: an unknown edge, or an edge of another
  * account, → 404 naming the edge; an unknown route → 404 naming the route.
  */
-export function findEdgeRoute(env: Env, accountId: string, edgeId: string, routeId: string): Route {
-  const loaded = loadedGateway();
-  if (!loaded.ok) throw loaded.error;
-  const edge = accountId === edgeOwnerAccount(env) ? loaded.gateway.routes.edge(edgeId) : undefined;
+export function findEdgeRoute(edges: EdgeDirectory, env: Env, accountId: string, edgeId: string, routeId: string): void {
+  const edge = accountId === edgeOwnerAccount(env) ? edges.edge(env, edgeId) : undefined;
   if (!edge) {
     throw new ServiceError(404, ErrorCode.notFound, `No HTTPS edge '${edgeId}' exists in this account.`, { edge_id: edgeId });
   }
@@ -35,7 +41,6 @@ export function findEdgeRoute(env: Env, accountId: string, edgeId: string, route
   if (!route) {
     throw new ServiceError(404, ErrorCode.notFound, `The HTTPS edge '${edgeId}' has no route '${routeId}'.`, { edge_id: edgeId, route_id: routeId });
   }
-  return route;
 }
 
 /**

@@ -1,4 +1,8 @@
-/** CircuitBreaker: the Durable Object holding one route's circuit per ingress instance; a thin shell over circuit.ts. */
+/**
+ * CircuitBreaker: the Durable Object holding one route's circuit per ingress instance; a thin shell over
+ * circuit.ts. Callers pass their clock (`now`, epoch ms): the isolate that asks decides by the same clock
+ * it remembers "open until" by, and tests drive both with one injected clock.
+ */
 
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../../env.ts";
@@ -14,16 +18,14 @@ export class CircuitBreaker extends DurableObject<Env> {
     this.state = ctx.storage.kv.get<BreakerState>(STORAGE_KEY) ?? closedCircuit;
   }
 
-  admit(spec: BreakerSpec, label: string): { admission: Admission; view: BreakerView } {
-    const now = Date.now();
+  admit(spec: BreakerSpec, label: string, now: number): { admission: Admission; view: BreakerView } {
     const result = admit(this.state, now, spec);
     if (result.admission.probe) console.log(`circuit breaker ${label}: half-open, letting one probe through`);
     this.save(result.state);
     return { admission: result.admission, view: view(this.state, now, spec) };
   }
 
-  record(spec: BreakerSpec, label: string, outcome: { error: boolean; probe: boolean }): BreakerView {
-    const now = Date.now();
+  record(spec: BreakerSpec, label: string, outcome: { error: boolean; probe: boolean }, now: number): BreakerView {
     const before = this.state;
     const after = record(before, now, spec, outcome);
     if (before.status !== after.status) {

@@ -57,7 +57,7 @@ function moduleFromBody(kind: ModuleKind, body: Record<string, unknown>, edgeId:
 function target(c: ManagementContext): { edgeId: string; routeId: string } {
   const edgeId = c.req.param("edge_id") ?? "";
   const routeId = c.req.param("id") ?? "";
-  findEdgeRoute(c.env, c.get("accountId"), edgeId, routeId);
+  findEdgeRoute(c.get("edges"), c.env, c.get("accountId"), edgeId, routeId);
   return { edgeId, routeId };
 }
 

@@ -2,7 +2,7 @@
 
 import { newId } from "../../ids.ts";
 import type { Page, PageRequest } from "../pagination.ts";
-import { rfc3339 } from "./timestamps.ts";
+import { rfc3339 } from "../../time.ts";
 
 export const BOT_USER_ID_PREFIX = "bot";
 

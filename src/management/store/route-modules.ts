@@ -2,7 +2,7 @@
 
 import type { ModuleKind, RouteModules } from "../modules.ts";
 import { MODULE_SCHEMAS } from "../modules.ts";
-import { rfc3339 } from "./timestamps.ts";
+import { rfc3339 } from "../../time.ts";
 
 type ModuleRow = { kind: string; config: string };
 

@@ -3,12 +3,15 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import type { Env } from "../../../src/env.ts";
 import { loadGatewayConfig } from "../../../src/gateway/gateway-config.ts";
-import { upstreamHandlers } from "../../../src/gateway/handlers.ts";
+import { BreakerMemory } from "../../../src/gateway/modules/breaker-memory.ts";
+import { RouteModulesCache } from "../../../src/gateway/modules/route-modules.ts";
 import { handleGatewayRequest, type IsolateState } from "../../../src/gateway/pipeline.ts";
 import { IsolateBuckets } from "../../../src/limiter/isolate-buckets.ts";
+import { upstreamHandlers } from "../../../src/worker.ts";
 import type { UpstreamHandlers } from "../../../src/gateway/upstream.ts";
 import { buildRouteTable, type RouteTable } from "../../../src/gateway/route-table.ts";
 import { formatIssue } from "../../../src/policy/issues.ts";
+import { CompiledPolicyCache } from "../../../src/tunnels/policy-cache.ts";
 
 let gateways = 0;
 
@@ -34,9 +37,17 @@ export async function send(
   return response;
 }
 
-/** A fresh isolate memory (as if each call landed on a new isolate, unless a test passes one along). */
-export function newIsolate(now?: () => number): IsolateState {
-  return { buckets: new IsolateBuckets({ now }) };
+/**
+ * A fresh isolate memory (as if each call landed on a new isolate, unless a test passes one along). Its
+ * bucket, route-module and circuit-breaker memories, and the breaker objects it calls, all run on `now`.
+ */
+export function newIsolate(now?: () => number) {
+  return {
+    buckets: new IsolateBuckets({ now }),
+    routeModules: new RouteModulesCache({ now }),
+    breakers: new BreakerMemory({ now }),
+    tunnelPolicies: new CompiledPolicyCache(),
+  };
 }
 
 /** One edge for host `gw.test` with the given routes (YAML list items, indented under `routes:`). */

@@ -1,19 +1,21 @@
 import { env } from "cloudflare:test";
 import { beforeEach, describe, expect, inject, it } from "vitest";
 import type { Env } from "../../../src/env.ts";
-import { MODULES_TTL_MS } from "../../../src/gateway/modules/route-modules.ts";
+import { MODULES_TTL_MS, type RouteModules } from "../../../src/gateway/modules/route-modules.ts";
+import type { UpstreamHandlers } from "../../../src/gateway/upstream.ts";
 import { accountStore } from "../../../src/management/account-store.ts";
 import { edgeOwnerAccount } from "../../../src/management/edge-routes.ts";
-import { clearBreakerCache } from "../../../src/gateway/modules/breaker-client.ts";
-import { upstreamHandlers } from "../../../src/gateway/handlers.ts";
-import type { UpstreamHandlers } from "../../../src/gateway/upstream.ts";
-import type { RouteModules } from "../../../src/management/modules.ts";
-import { send, singleEdge } from "./harness.ts";
+import { upstreamHandlers } from "../../../src/worker.ts";
+import { newIsolate, send, singleEdge } from "./harness.ts";
 
 const upstream = `http://127.0.0.1:${inject("upstreamPort")}`;
 const tcpEcho = `tcp://127.0.0.1:${inject("tcpEchoPort")}`;
 
-beforeEach(() => clearBreakerCache());
+/** An isolate whose memories and breaker objects run on a clock the test moves. */
+function isolateOnClock() {
+  const clock = { now: 1_700_000_000_000 };
+  return { clock, isolate: newIsolate(() => clock.now) };
+}
 
 function withModules(modules: RouteModules): UpstreamHandlers {
   return { ...upstreamHandlers, routeModules: async () => modules };
@@ -53,15 +55,16 @@ describe("circuit breaker module", () => {
 
   it("trips at the threshold and then answers 503 without calling the upstream", async () => {
     const { path, control } = await flakyUpstream();
+    const { isolate } = isolateOnClock();
     await control("fail");
     const handlers = withModules(breaker());
     const first = [];
-    for (let i = 0; i < 4; i++) first.push(await statusOf(await send(routes, new Request(`http://gw.test${path}`), {}, handlers)));
+    for (let i = 0; i < 4; i++) first.push(await statusOf(await send(routes, new Request(`http://gw.test${path}`), {}, handlers, isolate)));
     expect(first).toEqual([500, 500, 500, 500]);
     expect(await control("hits")).toBe(4);
 
     for (let i = 0; i < 5; i++) {
-      const rejected = await send(routes, new Request(`http://gw.test${path}`), {}, handlers);
+      const rejected = await send(routes, new Request(`http://gw.test${path}`), {}, handlers, isolate);
       expect(rejected.status).toBe(503);
       expect(rejected.headers.get("x-tollgate-circuit")).toBe("open");
       expect(Number(rejected.headers.get("retry-after"))).toBe(1);
@@ -70,50 +73,72 @@ describe("circuit breaker module", () => {
     expect(await control("hits")).toBe(4);
   });
 
-  it("after tripped_duration exactly one probe passes; its success closes the circuit", async () => {
+  it("an isolate that has not seen the circuit learns from its object that it is open", async () => {
     const { path, control } = await flakyUpstream();
+    const { clock, isolate } = isolateOnClock();
     await control("fail");
     const handlers = withModules(breaker());
-    for (let i = 0; i < 4; i++) await statusOf(await send(routes, new Request(`http://gw.test${path}`), {}, handlers));
-    await control("recover");
-    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    for (let i = 0; i < 4; i++) await statusOf(await send(routes, new Request(`http://gw.test${path}`), {}, handlers, isolate));
 
-    const concurrent = await Promise.all(Array.from({ length: 6 }, () => send(routes, new Request(`http://gw.test${path}`), {}, handlers).then(statusOf)));
+    const other = newIsolate(() => clock.now);
+    expect(await statusOf(await send(routes, new Request(`http://gw.test${path}`), {}, handlers, other))).toBe(503);
+    expect(await control("hits")).toBe(4);
+  });
+
+  it("after tripped_duration exactly one probe passes; its success closes the circuit", async () => {
+    const { path, control } = await flakyUpstream();
+    const { clock, isolate } = isolateOnClock();
+    await control("fail");
+    const handlers = withModules(breaker());
+    for (let i = 0; i < 4; i++) await statusOf(await send(routes, new Request(`http://gw.test${path}`), {}, handlers, isolate));
+    await control("recover");
+
+    clock.now += 999;
+    expect(await statusOf(await send(routes, new Request(`http://gw.test${path}`), {}, handlers, isolate))).toBe(503);
+    expect(await control("hits")).toBe(4);
+
+    clock.now += 1;
+    const concurrent = await Promise.all(
+      Array.from({ length: 6 }, () => send(routes, new Request(`http://gw.test${path}`), {}, handlers, isolate).then(statusOf)),
+    );
     expect(concurrent.filter((status) => status === 200)).toHaveLength(1);
     expect(concurrent.filter((status) => status === 503)).toHaveLength(5);
     expect(await control("hits")).toBe(5);
 
-    expect(await statusOf(await send(routes, new Request(`http://gw.test${path}`), {}, handlers))).toBe(200);
+    expect(await statusOf(await send(routes, new Request(`http://gw.test${path}`), {}, handlers, isolate))).toBe(200);
     expect(await control("hits")).toBe(6);
   });
 
   it("a failed probe opens the circuit again", async () => {
     const { path, control } = await flakyUpstream();
+    const { clock, isolate } = isolateOnClock();
     await control("fail");
     const handlers = withModules(breaker());
-    for (let i = 0; i < 4; i++) await statusOf(await send(routes, new Request(`http://gw.test${path}`), {}, handlers));
-    await new Promise((resolve) => setTimeout(resolve, 1_100));
-    expect(await statusOf(await send(routes, new Request(`http://gw.test${path}`), {}, handlers))).toBe(500);
-    expect(await statusOf(await send(routes, new Request(`http://gw.test${path}`), {}, handlers))).toBe(503);
+    for (let i = 0; i < 4; i++) await statusOf(await send(routes, new Request(`http://gw.test${path}`), {}, handlers, isolate));
+    clock.now += 1_000;
+    expect(await statusOf(await send(routes, new Request(`http://gw.test${path}`), {}, handlers, isolate))).toBe(500);
+    expect(await statusOf(await send(routes, new Request(`http://gw.test${path}`), {}, handlers, isolate))).toBe(503);
     expect(await control("hits")).toBe(5);
   });
 
   it("below the error percentage it stays closed", async () => {
     const { path, control } = await flakyUpstream();
+    const { isolate } = isolateOnClock();
     const handlers = withModules(breaker({ error_threshold_percentage: 0.75 }));
     const statuses = [];
     for (const failing of [true, false, true, false, true, false]) {
       await control(failing ? "fail" : "recover");
-      statuses.push(await statusOf(await send(routes, new Request(`http://gw.test${path}`), {}, handlers)));
+      statuses.push(await statusOf(await send(routes, new Request(`http://gw.test${path}`), {}, handlers, isolate)));
     }
     expect(statuses).toEqual([500, 200, 500, 200, 500, 200]);
   });
 
   it("enabled: false has no effect", async () => {
     const { path, control } = await flakyUpstream();
+    const { isolate } = isolateOnClock();
     await control("fail");
     const handlers = withModules(breaker({ enabled: false }));
-    for (let i = 0; i < 8; i++) expect(await statusOf(await send(routes, new Request(`http://gw.test${path}`), {}, handlers))).toBe(500);
+    for (let i = 0; i < 8; i++) expect(await statusOf(await send(routes, new Request(`http://gw.test${path}`), {}, handlers, isolate))).toBe(500);
     expect(await control("hits")).toBe(8);
   });
 });
@@ -192,12 +217,7 @@ describe("websocket TCP converter module", () => {
     const before = await openConnections();
     expect(before).toBeGreaterThanOrEqual(1);
     socket.close(1000, "client done");
-    let after = before;
-    for (let i = 0; i < 40 && after >= before; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      after = await openConnections();
-    }
-    expect(after).toBe(before - 1);
+    await expect.poll(openConnections, { timeout: 2_000, interval: 50 }).toBe(before - 1);
   });
 
   it("a request that is not a WebSocket upgrade gets 400 saying so", async () => {
@@ -214,26 +234,45 @@ describe("websocket TCP converter module", () => {
 });
 
 describe("modules stored through the management API", () => {
-  it("take effect on the route's traffic, and their removal too, within seconds", async () => {
+  async function storedRoute() {
     const routes = singleEdge(`      - { id: r, match: /, upstream: ${upstream} }\n`);
     const route = routes.match("gw.test", "/")!;
     const store = accountStore(env, edgeOwnerAccount(env as Env));
     const { path, control } = await flakyUpstream();
     await control("fail");
+    const request = () => new Request(`http://gw.test${path}`);
+    return { routes, route, store, request };
+  }
+
+  it("a module stored for a route applies once the isolate's memory of the route is MODULES_TTL_MS old", async () => {
+    const { routes, route, store, request } = await storedRoute();
+    const { clock, isolate } = isolateOnClock();
+    expect(await statusOf(await send(routes, request(), {}, upstreamHandlers, isolate))).toBe(500);
     await store.putRouteModule(route.edgeId, route.id, "circuit_breaker", { ...breaker().circuit_breaker, tripped_duration: 60 });
 
+    clock.now += MODULES_TTL_MS - 1;
+    const remembered: number[] = [];
+    for (let i = 0; i < 5; i++) remembered.push(await statusOf(await send(routes, request(), {}, upstreamHandlers, isolate)));
+    expect(remembered).toEqual([500, 500, 500, 500, 500]);
+
+    clock.now += 1;
     const statuses: number[] = [];
-    for (let i = 0; i < 6; i++) statuses.push(await statusOf(await send(routes, new Request(`http://gw.test${path}`))));
+    for (let i = 0; i < 6; i++) statuses.push(await statusOf(await send(routes, request(), {}, upstreamHandlers, isolate)));
+    expect(statuses).toEqual([500, 500, 500, 500, 503, 503]);
+  });
+
+  it("a module's removal stops it once the isolate's memory of the route is MODULES_TTL_MS old", async () => {
+    const { routes, route, store, request } = await storedRoute();
+    const { clock, isolate } = isolateOnClock();
+    await store.putRouteModule(route.edgeId, route.id, "circuit_breaker", { ...breaker().circuit_breaker, tripped_duration: 60 });
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) statuses.push(await statusOf(await send(routes, request(), {}, upstreamHandlers, isolate)));
     expect(statuses).toEqual([500, 500, 500, 500, 503, 503]);
 
     await store.deleteRouteModule(route.edgeId, route.id, "circuit_breaker");
-    const started = Date.now();
-    let status = 503;
-    while (status === 503 && Date.now() - started < MODULES_TTL_MS + 3_000) {
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      status = await statusOf(await send(routes, new Request(`http://gw.test${path}`)));
-    }
-    expect(status).toBe(500);
-    expect(Date.now() - started).toBeLessThanOrEqual(MODULES_TTL_MS + 1_000);
+    clock.now += MODULES_TTL_MS - 1;
+    expect(await statusOf(await send(routes, request(), {}, upstreamHandlers, isolate))).toBe(503);
+    clock.now += 1;
+    expect(await statusOf(await send(routes, request(), {}, upstreamHandlers, isolate))).toBe(500);
   });
 });

@@ -2,7 +2,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../../src/env.ts";
 import type { IsolateState } from "../../../src/gateway/pipeline.ts";
-import { upstreamHandlers } from "../../../src/gateway/handlers.ts";
+import { upstreamHandlers } from "../../../src/worker.ts";
 import { LEASE_MS } from "../../../src/limiter/isolate-buckets.ts";
 import { gatewayFrom, newIsolate, send, singleEdge } from "./harness.ts";
 
