@@ -28,6 +28,7 @@
  */
 
 import { z } from "zod";
+import { closeReasonFits, MAX_CLOSE_REASON_BYTES } from "../close-reason.ts";
 
 export const PROTOCOL_VERSION = 1;
 /** Path of the agent WebSocket endpoint on any edge host name that is not a tunnel host. */
@@ -146,7 +147,7 @@ const payloadSchemas = {
   }),
   ws_close: z.object({
     code: z.number().int().min(1000).max(4999),
-    reason: z.string().max(123),
+    reason: z.string().refine(closeReasonFits, `must be at most ${MAX_CLOSE_REASON_BYTES} bytes of UTF-8`),
   }),
 } as const;
 

@@ -7,6 +7,7 @@
  */
 
 import { MAX_WS_MESSAGE, sendableCloseCode, type Frame, type FrameOf } from "./protocol.ts";
+import { closeReason } from "../close-reason.ts";
 
 export const AGENT_TAG = "agent";
 const PUBLIC_TAG = "public";
@@ -23,7 +24,7 @@ const decoder = new TextDecoder();
 
 function closeQuietly(ws: WebSocket, code: number, reason: string): void {
   try {
-    ws.close(sendableCloseCode(code), reason.slice(0, 120));
+    ws.close(sendableCloseCode(code), closeReason(reason));
   } catch {
     // already closed
   }
@@ -71,7 +72,7 @@ export class PublicSockets {
   /** A public client closed (or its connection broke): the agent closes the local socket. */
   clientClosed(ws: WebSocket, code: number, reason: string): void {
     const { stream } = ws.deserializeAttachment() as PublicAttachment;
-    this.send({ type: "ws_close", stream, code: sendableCloseCode(code), reason: reason.slice(0, 120) });
+    this.send({ type: "ws_close", stream, code: sendableCloseCode(code), reason: closeReason(reason) });
     closeQuietly(ws, code, reason);
   }
 

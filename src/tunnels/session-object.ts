@@ -19,6 +19,7 @@ import { FrameOutbox } from "./framing.ts";
 import { StreamIds } from "./stream-ids.ts";
 import { addOnlineTunnel, forgetHost, holdHost, removeOnlineTunnels, renewOnlineTunnels, type TunnelRecord } from "./registry-client.ts";
 import { validateTunnelStart } from "./tunnel-spec.ts";
+import { closeReason } from "../close-reason.ts";
 
 /** What the Worker tells a new session about itself. */
 export interface SessionInfo {
@@ -379,16 +380,10 @@ function hostObject(env: Env, label: string) {
 
 function closeQuietly(ws: WebSocket, code: number, reason: string): void {
   try {
-    ws.close(code, truncateReason(reason));
+    ws.close(code, closeReason(reason));
   } catch {
     // already closed
   }
-}
-
-/** Close reasons are limited to 123 bytes. */
-function truncateReason(reason: string): string {
-  const bytes = new TextEncoder().encode(reason);
-  return bytes.byteLength <= 123 ? reason : new TextDecoder().decode(bytes.subarray(0, 120)).replace(/\uFFFD$/, "") + "…";
 }
 
 /** Tunnel group backends are shared by tunnels with the same labels, so the id is derived from them. */

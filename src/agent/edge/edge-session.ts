@@ -18,6 +18,7 @@ import {
 } from "../../tunnels/protocol.ts";
 import { FrameOutbox } from "../../tunnels/framing.ts";
 import { backoffDelay, type BackoffOptions } from "./backoff.ts";
+import { closeReason } from "../../close-reason.ts";
 
 export type SessionState = "connecting" | "online" | "reconnecting" | "refused" | "closed";
 
@@ -255,7 +256,7 @@ export class EdgeSession {
     }
     const decoded = decodeFrames(data);
     if (!decoded.ok) {
-      ws.close(1002, `protocol error: ${decoded.error}`.slice(0, 120));
+      ws.close(1002, closeReason(`protocol error: ${decoded.error}`));
       return;
     }
     for (const frame of decoded.frames) this.onFrame(ws, frame);

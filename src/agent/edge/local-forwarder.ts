@@ -20,6 +20,7 @@ import {
 import { DataSequence, OrderedReceiver } from "../../tunnels/framing.ts";
 import { combineObservers, type ExchangeInfo, type ExchangeObserver, type ExchangeTap } from "./exchange.ts";
 import { connectLocalWebSocket, type LocalSocket } from "./local-websocket.ts";
+import { closeReason } from "../../close-reason.ts";
 
 /** What the forwarder needs to know about a tunnel. */
 export interface LocalTunnel {
@@ -238,7 +239,7 @@ export class LocalForwarder {
         },
         close: (code, reason) => {
           if (stream.closed) return;
-          this.options.send({ type: "ws_close", stream: stream.id, code: sendableCloseCode(code), reason: reason.slice(0, 120) });
+          this.options.send({ type: "ws_close", stream: stream.id, code: sendableCloseCode(code), reason: closeReason(reason) });
           stream.observer.onResponseEnd?.(process.hrtime.bigint() - stream.startNs);
           this.close(stream);
         },

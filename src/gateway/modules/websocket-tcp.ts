@@ -6,6 +6,7 @@
 
 import { connect } from "cloudflare:sockets";
 import { ErrorCode, ServiceError } from "../../errors.ts";
+import { closeReason } from "../../close-reason.ts";
 
 export interface TcpTarget {
   readonly hostname: string;
@@ -70,7 +71,7 @@ export function bridgeWebSocketToTcp(request: Request, target: TcpTarget, routeL
     )
     .then(
       () => closeBoth(1000, "TCP connection closed"),
-      (error) => closeBoth(1011, `TCP connection failed: ${(error as Error).message}`.slice(0, 120)),
+      (error) => closeBoth(1011, closeReason(`TCP connection failed: ${(error as Error).message}`)),
     );
 
   return new Response(null, { status: 101, webSocket: client });
