@@ -5,13 +5,13 @@ import type { Env } from "./env.ts";
 import { loadedGateway } from "./gateway/loaded-config.ts";
 import { BreakerMemory } from "./gateway/modules/breaker-memory.ts";
 import { RouteModulesCache } from "./gateway/modules/route-modules.ts";
-import { handleGatewayRequest } from "./gateway/pipeline.ts";
+import { handleGatewayRequest, runThroughPolicy, type IsolateState } from "./gateway/pipeline.ts";
 import type { UpstreamHandlers } from "./gateway/upstream.ts";
 import { IsolateBuckets } from "./limiter/isolate-buckets.ts";
 import { createManagementApp } from "./management/app.ts";
 import { getRouteModules } from "./management/edge-routes.ts";
-import { normalizeDomain, routeTunnelTraffic } from "./tunnels/index.ts";
-import { CompiledPolicyCache } from "./tunnels/policy-cache.ts";
+import { authenticateApiKey } from "./management/auth.ts";
+import { CompiledPolicyCache, HostCache, normalizeDomain, routeTunnelTraffic, type TunnelServices } from "./tunnels/index.ts";
 
 export { RateLimiter } from "./limiter/limiter-object.ts";
 export { CircuitBreaker } from "./gateway/modules/breaker-object.ts";
@@ -21,11 +21,18 @@ export { TunnelHost, TunnelRegistry, TunnelSession } from "./tunnels/index.ts";
 const app = new Hono<{ Bindings: Env }>();
 
 /** This isolate's memories, shared by its requests (workerd runs one module instance per isolate). */
-const isolate = {
+const isolate: IsolateState = {
   buckets: new IsolateBuckets(),
   routeModules: new RouteModulesCache(),
   breakers: new BreakerMemory(),
-  tunnelPolicies: new CompiledPolicyCache(),
+};
+
+/** Tunnels reach the gateway's pipeline and the management API's keys only through what is handed in here. */
+const tunnels: TunnelServices = {
+  hosts: new HostCache(),
+  policies: new CompiledPolicyCache(),
+  runPolicy: (request, env, target) => runThroughPolicy(request, env, isolate, target),
+  authenticate: authenticateApiKey,
 };
 
 const management = createManagementApp({
@@ -34,6 +41,11 @@ const management = createManagementApp({
       const loaded = loadedGateway(normalizeDomain(env.TUNNEL_DOMAIN));
       if (!loaded.ok) throw loaded.error;
       return loaded.gateway.routes.edge(edgeId);
+    },
+    edges(env) {
+      const loaded = loadedGateway(normalizeDomain(env.TUNNEL_DOMAIN));
+      if (!loaded.ok) throw loaded.error;
+      return loaded.gateway.config.edges;
     },
   },
 });
@@ -56,7 +68,7 @@ app.use("*", async (c, next) => {
 });
 
 // Tunnel hosts (<label>.TUNNEL_DOMAIN) and the agent endpoint, before the gateway's routes.
-app.use("*", async (c, next) => (await routeTunnelTraffic(c.req.raw, c.env, isolate)) ?? next());
+app.use("*", async (c, next) => (await routeTunnelTraffic(c.req.raw, c.env, tunnels)) ?? next());
 
 app.all("*", (c) => {
   const loaded = loadedGateway(normalizeDomain(c.env.TUNNEL_DOMAIN));

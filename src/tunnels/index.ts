@@ -2,6 +2,9 @@
 
 export { routeTunnelTraffic } from "./dispatch.ts";
 export { normalizeDomain } from "./hostnames.ts";
+export { HostCache } from "./host-cache.ts";
+export { CompiledPolicyCache } from "./policy-cache.ts";
+export type { TunnelServices } from "./services.ts";
 export { TunnelHost } from "./host-object.ts";
 export { TunnelRegistry } from "./registry-object.ts";
 export { TunnelSession } from "./session-object.ts";

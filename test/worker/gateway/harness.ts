@@ -11,7 +11,6 @@ import { upstreamHandlers } from "../../../src/worker.ts";
 import type { UpstreamHandlers } from "../../../src/gateway/upstream.ts";
 import { buildRouteTable, type RouteTable } from "../../../src/gateway/route-table.ts";
 import { formatIssue } from "../../../src/policy/issues.ts";
-import { CompiledPolicyCache } from "../../../src/tunnels/policy-cache.ts";
 
 let gateways = 0;
 
@@ -46,7 +45,6 @@ export function newIsolate(now?: () => number) {
     buckets: new IsolateBuckets({ now }),
     routeModules: new RouteModulesCache({ now }),
     breakers: new BreakerMemory({ now }),
-    tunnelPolicies: new CompiledPolicyCache(),
   };
 }
 
