@@ -1,0 +1,32 @@
+import { describe, expect, it } from "vitest";
+import { HOST_CACHE_MS, HostCache } from "../../src/tunnels/host-cache.ts";
+
+const claim = (tunnelId: string, trafficPolicy?: unknown) => ({ accountId: "acct_a", sessionId: "ts_1", tunnelId, trafficPolicy });
+
+describe("the isolate's host cache", () => {
+  it("trusts a resolved host for HOST_CACHE_MS, then forgets it", () => {
+    let now = 0;
+    const hosts = new HostCache({ now: () => now });
+    hosts.remember("shop", claim("tn_1"));
+    now = HOST_CACHE_MS - 1;
+    expect(hosts.get("shop")?.tunnelId).toBe("tn_1");
+    now = HOST_CACHE_MS;
+    expect(hosts.get("shop")).toBeUndefined();
+  });
+
+  it("is bounded by bytes, counting each claim's traffic policy; the oldest go first", () => {
+    const policy = { inbound: [{ actions: [{ type: "deny", config: { status_code: 403 } }] }], pad: "x".repeat(8_000) };
+    const hosts = new HostCache({ now: () => 0, maxBytes: 100_000 });
+    for (let i = 0; i < 100; i++) hosts.remember(`h${i}`, claim(`tn_${i}`, policy));
+    // each entry is charged ≥ 16 KB (8,000+ characters of JSON at 2 bytes each), so at most 6 fit
+    expect(hosts.size).toBeLessThanOrEqual(6);
+    expect(hosts.get("h99")?.tunnelId).toBe("tn_99");
+    expect(hosts.get("h0")).toBeUndefined();
+  });
+
+  it("a claim larger than the whole bound is not kept", () => {
+    const hosts = new HostCache({ now: () => 0, maxBytes: 1_000 });
+    hosts.remember("big", claim("tn_1", { pad: "x".repeat(2_000) }));
+    expect(hosts.size).toBe(0);
+  });
+});
