@@ -44,13 +44,8 @@ async function api(agent: Agent, path: string, init: RequestInit = {}): Promise<
 
 const json = (body: unknown): RequestInit => ({ method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
 
-async function until(check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+/** Ceiling for agent state that settles after a few frames or reconnect attempts. */
+const SETTLES = { timeout: 5_000, interval: 20 };
 
 describe("agent API with the published ngrok client", () => {
   it("starts, lists, details and stops tunnels", async () => {
@@ -177,7 +172,7 @@ describe("relaying to the local service", () => {
       "x-forwarded-proto": "http",
       "x-forwarded-host": "fake.localhost",
     });
-    await until(() => agent.tunnels.get("web")!.metrics.snapshot().http.count === 1);
+    await expect.poll(() => agent.tunnels.get("web")!.metrics.snapshot().http.count, SETTLES).toBe(1);
     const metrics = agent.tunnels.get("web")!.metrics.snapshot();
     expect(metrics.conns).toMatchObject({ count: 1, gauge: 0 });
     expect(metrics.http.p50).toBeGreaterThan(0);
@@ -259,8 +254,8 @@ describe("the session", () => {
     const before = web.publicUrl;
     const sessions = edge.sessions.length;
     edge.dropAll();
-    await until(() => agent.session.status.state === "reconnecting");
-    await until(() => agent.session.status.state === "online" && web.state === "online");
+    await expect.poll(() => agent.session.status.state, SETTLES).toBe("reconnecting");
+    await expect.poll(() => [agent.session.status.state, web.state], SETTLES).toEqual(["online", "online"]);
     expect(edge.sessions.length).toBe(sessions + 1);
     expect(agent.session.status.reconnects).toBe(1);
     expect(web.publicUrl).toBe(before);
@@ -284,5 +279,5 @@ describe("the session", () => {
 
 async function agentReady(agent: Agent, names: string[]): Promise<void> {
   await agent.ready;
-  for (const name of names) await until(() => agent.tunnels.get(name)?.state === "online");
+  for (const name of names) await expect.poll(() => agent.tunnels.get(name)?.state, SETTLES).toBe("online");
 }

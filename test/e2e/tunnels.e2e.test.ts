@@ -10,7 +10,7 @@ import type { AddressInfo } from "node:net";
 import type { Readable } from "node:stream";
 import WebSocket, { WebSocketServer } from "ws";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startAgent, type Agent } from "../../src/agent/agent.ts";
 import { parseAgentConfig } from "../../src/agent/settings/load.ts";
 import { ngrokClient, type NgrokClient, type NgrokClientError } from "../agent/support/ngrok-client.ts";
@@ -24,16 +24,6 @@ let edge: Edge;
 let upstream: Upstream;
 let agent: Agent;
 let client: NgrokClient;
-
-async function until<T>(probe: () => Promise<T> | T, ok: (value: T) => boolean, timeoutMs = 15_000, intervalMs = 100): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
-}
 
 /** The management API allows 120 requests a minute per key: poll it gently. */
 const MANAGEMENT_POLL_MS = 400;
@@ -148,7 +138,7 @@ describe("a tunnel through the agent API", () => {
       expect(socket.protocol).toBe("chat");
       socket.send("ping");
       socket.send(Buffer.from([1, 2, 255]));
-      await until(() => messages.length, (count) => count === 3, 5000);
+      await expect.poll(() => messages.length, { timeout: 5_000, interval: 100 }).toBe(3);
       expect(messages).toEqual([
         { data: `welcome to /live?x=1 via ${host}`, binary: false },
         { data: "ping", binary: false },
@@ -156,7 +146,7 @@ describe("a tunnel through the agent API", () => {
       ]);
       // order holds over a burst, text and binary mixed
       for (let i = 0; i < 500; i++) socket.send(i % 2 ? String(i) : Buffer.from(String(i)));
-      await until(() => messages.length, (count) => count === 503, 10_000);
+      await expect.poll(() => messages.length, { timeout: 10_000, interval: 100 }).toBe(503);
       expect(messages.slice(3).map((message, i) => (message.binary ? Buffer.from(message.data, "hex").toString() : message.data) === String(i)).every(Boolean)).toBe(true);
       socket.send("bye");
       expect(await closed).toEqual([4001, "asked to"]);
@@ -196,26 +186,33 @@ describe("the tollgate CLI", () => {
     createInterface({ input: cli.stderr }).on("line", (line) => lines.push(`stderr: ${line}`));
     const exited = new Promise<number | null>((resolve) => cli.once("exit", (code) => resolve(code)));
     try {
-      const online = await until(() => lines.find((line) => line.includes('msg="tunnel online"')), (line) => line !== undefined, 20_000);
+      const online = await vi.waitFor(
+        () => {
+          const line = lines.find((candidate) => candidate.includes('msg="tunnel online"'));
+          expect(line).toBeDefined();
+          return line!;
+        },
+        { timeout: 20_000, interval: 100 },
+      );
       expect(online).toMatch(/lvl=info msg="tunnel online" name=cli url=http:\/\/[a-z0-9]+\.localhost:\d+ addr=http:\/\/localhost:\d+ id=tn_/);
-      const publicUrl = /url=(\S+)/.exec(online!)![1];
-      const tunnelId = /id=(tn_\S+)/.exec(online!)![1];
+      const publicUrl = /url=(\S+)/.exec(online)![1];
+      const tunnelId = /id=(tn_\S+)/.exec(online)![1];
       expect((await fetchPublic(edge.url, publicUrl, "/via-cli")).status).toBe(200);
       expect(await onlineIds()).toContain(tunnelId);
 
       cli.kill("SIGSTOP");
       const stoppedAt = Date.now();
-      await until(onlineIds, (ids) => !ids.includes(tunnelId), 10_000, MANAGEMENT_POLL_MS);
+      await expect.poll(onlineIds, { timeout: 10_000, interval: MANAGEMENT_POLL_MS }).not.toContain(tunnelId);
       expect(Date.now() - stoppedAt).toBeLessThan(8000);
       expect((await fetchPublic(edge.url, publicUrl, "/")).status).toBe(404);
 
       cli.kill("SIGCONT");
-      await until(() => fetchPublic(edge.url, publicUrl, "/back").then((answer) => answer.status), (status) => status === 200, 15_000, 250);
+      await expect.poll(() => fetchPublic(edge.url, publicUrl, "/back").then((answer) => answer.status), { timeout: 15_000, interval: 250 }).toBe(200);
 
       cli.kill("SIGINT");
       expect(await exited).toBe(0);
       expect(lines.join("\n")).toContain('msg="shutting down"');
-      await until(async () => (await fetchPublic(edge.url, publicUrl, "/")).status, (status) => status === 404, 5000);
+      await expect.poll(async () => (await fetchPublic(edge.url, publicUrl, "/")).status, { timeout: 5_000, interval: 100 }).toBe(404);
     } finally {
       if (cli.exitCode === null) cli.kill("SIGKILL");
     }
@@ -227,9 +224,9 @@ describe("when the edge restarts", () => {
     const { public_url } = await client.startTunnel({ name: "survivor", addr: upstream.port });
     expect((await fetchPublic(edge.url, public_url, "/before")).status).toBe(200);
     await edge.stop();
-    await until(() => agent.session.status.state, (state) => state === "reconnecting", 10_000);
+    await expect.poll(() => agent.session.status.state, { timeout: 10_000, interval: 100 }).toBe("reconnecting");
     await edge.start();
-    await until(() => agent.session.status.state === "online" && agent.tunnels.get("survivor")?.state === "online", Boolean, 30_000);
+    await expect.poll(() => [agent.session.status.state, agent.tunnels.get("survivor")?.state], { timeout: 30_000, interval: 100 }).toEqual(["online", "online"]);
     expect(agent.session.status.reconnects).toBeGreaterThanOrEqual(1);
     expect(agent.tunnels.get("survivor")!.publicUrl).toBe(public_url);
     expect((await fetchPublic(edge.url, public_url, "/after")).status).toBe(200);
@@ -238,6 +235,6 @@ describe("when the edge restarts", () => {
       .filter((tunnel) => tunnel.state === "online")
       .map((tunnel) => tunnel.id)
       .sort();
-    await until(async () => (await onlineIds()).sort(), (ids) => JSON.stringify(ids) === JSON.stringify(current), 10_000, MANAGEMENT_POLL_MS);
+    await expect.poll(async () => (await onlineIds()).sort(), { timeout: 10_000, interval: MANAGEMENT_POLL_MS }).toEqual(current);
   });
 });

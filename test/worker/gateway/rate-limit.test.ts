@@ -179,11 +179,11 @@ inbound:
 
   it("an object that does not answer within the budget lets the request through; a later entry can fail closed", async () => {
     const open = singleEdge(`      - { id: r, match: /, upstream: echo, traffic_policy: fail.yaml }\n`, { "policies/fail.yaml": failPolicy });
-    const started = Date.now();
+    // The object never answers: that the request is answered at all is the budget at work.
     const response = await send(open, request("/"), { RATE_LIMITER: failingNamespace("hang"), RATE_LIMIT_TIMEOUT_MS: "50" });
     expect(response.status).toBe(200);
-    expect(Date.now() - started).toBeLessThan(2000);
-    await response.body?.cancel();
+    const seen = (await response.json()) as { headers: Record<string, string> };
+    expect(seen.headers["x-limit-error"]).toBe("counted nothing");
 
     const closed = singleEdge(`      - { id: r, match: /, upstream: echo, traffic_policy: closed.yaml }\n`, { "policies/closed.yaml": failClosed });
     const denied = await send(closed, request("/"), { RATE_LIMITER: failingNamespace("hang"), RATE_LIMIT_TIMEOUT_MS: "50" });

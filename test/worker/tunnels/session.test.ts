@@ -22,13 +22,8 @@ async function answer(agent: FakeAgent, head: FrameOf<"request_head">, status: n
   agent.send({ type: "end", stream: head.stream, count: body ? 1 : 0 });
 }
 
-async function eventually(check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+/** Ceiling for conditions that become true a few event-loop turns or object calls later. */
+const SETTLES = { timeout: 5_000, interval: 50 };
 
 describe("agent endpoint", () => {
   it("refuses a connection without an API key with the management API's 401 envelope", async () => {
@@ -120,7 +115,7 @@ describe("starting tunnels", () => {
     const answer = await other.start({ subdomain });
     expect(answer).toMatchObject({ type: "tunnel_failed", code: "subdomain_in_use" });
     agent.close();
-    await eventually(async () => (await other.start({ subdomain })).type === "tunnel_started");
+    await expect.poll(async () => (await other.start({ subdomain })).type, SETTLES).toBe("tunnel_started");
   });
 });
 
@@ -301,11 +296,11 @@ describe("relaying WebSockets", () => {
     expect(new TextDecoder().decode(fromClient.bytes)).toBe("hello from the public client");
 
     agent.send({ type: "ws_message", stream: head.stream, binary: false, bytes: new TextEncoder().encode("hello from the local service") });
-    await eventually(async () => received.length === 1);
+    await expect.poll(() => received.length, SETTLES).toBe(1);
     expect(received).toEqual(["hello from the local service"]);
 
     agent.send({ type: "ws_close", stream: head.stream, code: 4000, reason: "bye" });
-    await eventually(async () => closed !== undefined);
+    await expect.poll(() => closed, SETTLES).toBeDefined();
     expect(closed).toEqual({ code: 4000, reason: "bye" });
   });
 
@@ -353,14 +348,14 @@ describe("going offline", () => {
     const response = await pending;
     expect(response.status).toBe(502);
     expect(((await response.json()) as { error_code: string }).error_code).toBe("ERR_SVC_3004");
-    await eventually(async () => (await getOnlineTunnel(env, "acct_dev", one.id)) === undefined && (await getOnlineTunnel(env, "acct_dev", two.id)) === undefined);
+    await expect.poll(async () => [await getOnlineTunnel(env, "acct_dev", one.id), await getOnlineTunnel(env, "acct_dev", two.id)], SETTLES).toEqual([undefined, undefined]);
     expect((await publicFetch(two.public_url!)).status).toBe(404);
   });
 
   it("a protocol violation closes the session with 1002 and the reason", async () => {
     const { agent } = await agentSession();
     agent.ws.send(new Uint8Array([9, 1, 0, 0, 0, 0, 0, 0, 0, 0]));
-    await eventually(async () => agent.closed !== undefined);
+    await expect.poll(() => agent.closed, SETTLES).toBeDefined();
     expect(agent.closed).toMatchObject({ code: 1002 });
     expect(agent.closed?.reason).toContain("protocol version 9");
   });
@@ -368,6 +363,6 @@ describe("going offline", () => {
   it("answers heartbeats", async () => {
     const { agent } = await agentSession();
     agent.ping();
-    await eventually(async () => agent.texts.includes("tollgate:pong"));
+    await expect.poll(() => agent.texts, SETTLES).toContain("tollgate:pong");
   });
 });
