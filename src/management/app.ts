@@ -6,13 +6,14 @@
 
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { apiKeyAuth } from "./auth.ts";
-import type { ManagementEnv } from "./context.ts";
-import type { EdgeDirectory } from "./edge-routes.ts";
+import type { EdgeDirectory, ManagementEnv } from "./context.ts";
 import { handleError, notFoundOrMethodNotAllowed, operationId, type ServedOperation } from "./error-handler.ts";
 import { serveOpenApi } from "./openapi.ts";
 import { pathPattern } from "./operation.ts";
 import { botUsersRouter } from "./routes/bot-users.ts";
 import { edgeRouteModulesRouter } from "./routes/edge-route-modules.ts";
+import { httpsEdgesRouter } from "./routes/https-edges.ts";
+import { tunnelSessionsRouter } from "./routes/tunnel-sessions.ts";
 import { tunnelsRouter } from "./routes/tunnels.ts";
 import { serviceVersion } from "./version.ts";
 
@@ -34,6 +35,8 @@ export function createManagementApp({ edges }: ManagementDeps): OpenAPIHono<Mana
   api.route("/", botUsersRouter);
   api.route("/", edgeRouteModulesRouter);
   api.route("/", tunnelsRouter);
+  api.route("/", tunnelSessionsRouter);
+  api.route("/", httpsEdgesRouter);
 
   let served: ServedOperation[] | undefined;
   const operations = () =>

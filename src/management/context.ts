@@ -2,7 +2,26 @@
 
 import type { Context } from "hono";
 import type { Env } from "../env.ts";
-import type { EdgeDirectory } from "./edge-routes.ts";
+
+/**
+ * The edges of policies/gateway.yaml as the management API needs them. worker.ts supplies them from the
+ * gateway's config, so management does not depend on the gateway layer.
+ */
+export interface EdgeDirectory {
+  /** The edge `edgeId` as deployment `env` configures it; throws the config's error when the policies do not load. */
+  edge(env: Env, edgeId: string): DirectoryEdge | undefined;
+  /** Every edge, in the order of policies/gateway.yaml; throws like `edge`. */
+  edges(env: Env): readonly DirectoryEdge[];
+}
+
+/** An edge of policies/gateway.yaml: what the read-only `/edges/https` shows of it. */
+export interface DirectoryEdge {
+  readonly id: string;
+  /** Host names as configured: exact, `*.suffix`, or `*`. */
+  readonly hostnames: readonly string[];
+  /** Each route matches a path prefix. */
+  readonly routes: readonly { readonly id: string; readonly match: string }[];
+}
 
 export interface ManagementVariables {
   /** `op_…`: names this request in logs, in the `x-operation-id` header and in error details. */

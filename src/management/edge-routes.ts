@@ -9,16 +9,8 @@
 import type { Env } from "../env.ts";
 import { ErrorCode, ServiceError } from "../errors.ts";
 import { accountStore } from "./account-store.ts";
+import type { EdgeDirectory } from "./context.ts";
 import type { RouteModules } from "./modules.ts";
-
-/**
- * The edges of policies/gateway.yaml as the management API needs them. worker.ts supplies them from the
- * gateway's config, so management does not depend on the gateway layer.
- */
-export interface EdgeDirectory {
-  /** The edge `edgeId` as deployment `env` configures it; throws the config's error when the policies do not load. */
-  edge(env: Env, edgeId: string): { readonly routes: readonly { readonly id: string }[] } | undefined;
-}
 
 export const DEFAULT_EDGE_ACCOUNT = "acct_dev";
 
