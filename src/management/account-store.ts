@@ -8,9 +8,11 @@ import type { Env } from "../env.ts";
 import type { ModuleKind, RouteModules } from "./modules.ts";
 import type { Page, PageRequest } from "./pagination.ts";
 import * as botUsers from "./store/bot-users.ts";
+import { describeEdges, type EdgeFacts, type EdgeOutline } from "./store/edges-seen.ts";
 import type { BotUserRecord } from "./store/bot-users.ts";
 import { migrate } from "./store/migrations.ts";
 import * as routeModules from "./store/route-modules.ts";
+import { rfc3339 } from "../time.ts";
 
 export class AccountStore extends DurableObject<Env> {
   private readonly sql: SqlStorage;
@@ -51,6 +53,11 @@ export class AccountStore extends DurableObject<Env> {
 
   getRouteModules(edgeId: string, routeId: string): RouteModules {
     return routeModules.getRouteModules(this.sql, edgeId, routeId);
+  }
+
+  /** Creation times (first seen) and route modules of edges of policies/gateway.yaml, in one call. */
+  describeEdges(edges: readonly EdgeOutline[]): EdgeFacts[] {
+    return this.ctx.storage.transactionSync(() => describeEdges(this.sql, edges, rfc3339()));
   }
 }
 

@@ -14,10 +14,14 @@ export const API_KEYS_VAR = "TOLLGATE_API_KEYS";
 const ACCOUNT_ID = /^acct_[A-Za-z0-9_-]{1,64}$/;
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 /**
- * Exactly `Bearer <key>`: the gateway's policy rate-limits per Authorization header value, so accepting
- * variants (`bearer`, extra spaces) would give one key several buckets.
+ * `Bearer <key>` with the scheme in any ASCII case (RFC 9110: schemes are case-insensitive; some clients
+ * send `bearer`), exactly one space and no other whitespace. The gateway's policy rate-limits per
+ * Authorization header value, so whitespace variants, which could be made without end, stay refused;
+ * management.yaml keeps the scheme's case from multiplying a key's buckets.
  */
-const BEARER = /^Bearer ([^\s]+)$/;
+const BEARER = /^[Bb][Ee][Aa][Rr][Ee][Rr] ([^\s]+)$/;
+/** The scheme as the canonical form spells it. */
+export const CANONICAL_SCHEME = "Bearer";
 const UNAUTHORIZED_HEADERS = { "www-authenticate": 'Bearer realm="tollgate"' };
 
 export interface ApiKeyEntry {
@@ -76,7 +80,7 @@ export async function hashApiKey(key: string): Promise<string> {
 export async function authenticateApiKey(
   authorization: string | null,
   env: Env,
-): Promise<{ ok: true; accountId: string } | { ok: false; error: ServiceError }> {
+): Promise<{ ok: true; accountId: string; credentialId: string } | { ok: false; error: ServiceError }> {
   if (authorization === null || authorization.trim() === "") {
     return {
       ok: false,
@@ -87,7 +91,7 @@ export async function authenticateApiKey(
   if (!match) {
     return {
       ok: false,
-      error: new ServiceError(401, ErrorCode.missingCredentials, "The Authorization header must have the form 'Bearer <API key>'.", {}, UNAUTHORIZED_HEADERS),
+      error: new ServiceError(401, ErrorCode.missingCredentials, "The Authorization header must have the form 'Bearer <API key>' (the scheme in any case, one space, no other whitespace).", {}, UNAUTHORIZED_HEADERS),
     };
   }
   const config = apiKeysOf(env);
@@ -96,15 +100,39 @@ export async function authenticateApiKey(
     return { ok: false, error: new ServiceError(500, ErrorCode.internal, `The gateway's ${API_KEYS_VAR} configuration is malformed: ${config.problem}.`) };
   }
   const presented = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(match[1])));
-  let accountId: string | undefined;
+  let matched: ApiKeyEntry | undefined;
   for (const entry of config.entries) {
     const equal = crypto.subtle.timingSafeEqual(presented, entry.hash);
-    if (equal && accountId === undefined) accountId = entry.accountId;
+    if (equal && matched === undefined) matched = entry;
   }
-  if (accountId === undefined) {
+  if (matched === undefined) {
     return { ok: false, error: new ServiceError(401, ErrorCode.invalidCredentials, "The API key is not valid.", {}, UNAUTHORIZED_HEADERS) };
   }
-  return { ok: true, accountId };
+  return { ok: true, accountId: matched.accountId, credentialId: await credentialIdOf(matched.hash) };
+}
+
+const CREDENTIAL_ID_CONTEXT = "tollgate credential id v1:";
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/**
+ * The public id of a configured key (`cr_` and 27 base62 characters), named by the tunnel sessions it
+ * opened: stable while the key is configured, derived by hashing its configured hash again with a fixed
+ * context, so neither the key nor the hash in TOLLGATE_API_KEYS can be read back from it.
+ */
+export async function credentialIdOf(keyHash: Uint8Array): Promise<string> {
+  const context = new TextEncoder().encode(CREDENTIAL_ID_CONTEXT);
+  const input = new Uint8Array(context.length + keyHash.length);
+  input.set(context);
+  input.set(keyHash, context.length);
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", input));
+  let value = 0n;
+  for (const byte of digest.subarray(0, 20)) value = (value << 8n) | BigInt(byte);
+  let body = "";
+  for (let i = 0; i < 27; i++) {
+    body = BASE62[Number(value % 62n)] + body;
+    value /= 62n;
+  }
+  return `cr_${body}`;
 }
 
 /** Middleware: authenticates the request and sets `accountId`, or ends it with the 401. */

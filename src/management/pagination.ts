@@ -35,8 +35,18 @@ export const pageQuerySchema = z.object({
   beforeId: text().optional().openapi({ description: "Alias of `before_id` (the ngrok API clients send it)." }),
 });
 
-/** Reads `limit` and `before_id`/`beforeId`; ids of other resources are refused (400 ERR_SVC_215). */
-export function parsePageRequest(url: URL, idPrefix: string): PageRequest {
+/** Which ids a list's `before_id` may name, when they are not this API's generated ids. */
+export interface ListedIds {
+  test(id: string): boolean;
+  /** How the error message describes them. */
+  readonly form: string;
+}
+
+/**
+ * Reads `limit` and `before_id`/`beforeId`; ids of other resources are refused (400 ERR_SVC_215). Ids are
+ * those generated with `idPrefix`, unless `listed` says otherwise.
+ */
+export function parsePageRequest(url: URL, idPrefix: string, listed?: ListedIds): PageRequest {
   const query = Object.fromEntries(url.searchParams);
   const parsed = pageQuerySchema.safeParse(query);
   if (!parsed.success) {
@@ -53,8 +63,10 @@ export function parsePageRequest(url: URL, idPrefix: string): PageRequest {
     });
   }
   const beforeId = snake ?? camel;
-  if (beforeId !== undefined && !isId(beforeId, idPrefix)) {
-    throw new ServiceError(400, ErrorCode.invalidValue, `The field 'before_id' must be an id of the form '${idPrefix}_…'.`, { field: "before_id" });
+  const accepted = listed ? listed.test(beforeId ?? "") : isId(beforeId ?? "", idPrefix);
+  if (beforeId !== undefined && !accepted) {
+    const form = listed ? listed.form : `an id of the form '${idPrefix}_…'`;
+    throw new ServiceError(400, ErrorCode.invalidValue, `The field 'before_id' must be ${form}.`, { field: "before_id" });
   }
   return { limit, beforeId };
 }

@@ -1,7 +1,7 @@
 /** Schemas shared by every resource: the error envelope, references, and the documented request headers. */
 
 import { z } from "@hono/zod-openapi";
-import { SUPPORTED_VERSION, VERSION_HEADER } from "./version.ts";
+import { SUPPORTED_VERSION, VERSION_HEADER, VERSION_HEADER_ALIAS } from "./version.ts";
 
 export const errorEnvelopeSchema = z
   .object({
@@ -21,7 +21,8 @@ export const refSchema = z
 
 /** Documents the version header on every authenticated operation. */
 export const versionHeaders = z.object({
-  [VERSION_HEADER]: z.literal(SUPPORTED_VERSION).openapi({ description: "API version; required." }),
+  [VERSION_HEADER]: z.literal(SUPPORTED_VERSION).optional().openapi({ description: `API version; this header or its alias ${VERSION_HEADER_ALIAS} is required.` }),
+  [VERSION_HEADER_ALIAS]: z.literal(SUPPORTED_VERSION).optional().openapi({ description: `Alias of ${VERSION_HEADER} (what the reference API's clients send).` }),
 });
 
 export const timestampSchema = z.string().openapi({ format: "date-time", description: "RFC 3339, UTC.", example: "2026-05-01T12:00:00Z" });

@@ -2,13 +2,13 @@
 
 import type { Env } from "../env.ts";
 import { ServiceError } from "../errors.ts";
-import { ingressId } from "../gateway/ingress.ts";
+import { ingressId } from "../ingress.ts";
 import { compilePolicy, type CompiledPolicy } from "../policy/compile.ts";
 import { newId } from "../ids.ts";
-import { authenticateApiKey } from "../management/auth.ts";
 import { TunnelErrorCode } from "./errors.ts";
 import { normalizeDomain, publicBaseOf } from "./hostnames.ts";
 import { PROTOCOL_VERSION } from "./protocol.ts";
+import type { TunnelServices } from "./services.ts";
 import { CONNECT_PATH, SESSION_INFO_HEADER, type SessionInfo } from "./session-object.ts";
 
 /** Header in which the agent names the protocol version it speaks. */
@@ -42,7 +42,7 @@ export function heartbeatMs(env: Pick<Env, "TUNNEL_HEARTBEAT_MS">): number {
   return Number.isFinite(value) && value >= MIN_HEARTBEAT_MS ? Math.floor(value) : DEFAULT_HEARTBEAT_MS;
 }
 
-export async function acceptAgentSession(request: Request, env: Env): Promise<Response> {
+export async function acceptAgentSession(request: Request, env: Env, services: Pick<TunnelServices, "authenticate">): Promise<Response> {
   if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
     return new ServiceError(426, TunnelErrorCode.agentEndpoint, "This is the tunnel agent endpoint: connect with a WebSocket, as `tollgate agent` does.", {}, {
       upgrade: "websocket",
@@ -61,7 +61,7 @@ export async function acceptAgentSession(request: Request, env: Env): Promise<Re
   if (domain === "") {
     return new ServiceError(503, TunnelErrorCode.agentEndpoint, "Tunnels are off on this edge: its TUNNEL_DOMAIN is not set.").toResponse();
   }
-  const auth = await authenticateApiKey(request.headers.get("authorization"), env);
+  const auth = await services.authenticate(request.headers.get("authorization"), env);
   if (!auth.ok) return auth.error.toResponse();
 
   const info: SessionInfo = {
@@ -71,10 +71,21 @@ export async function acceptAgentSession(request: Request, env: Env): Promise<Re
     domain,
     publicBase: publicBaseOf(new URL(request.url)),
     heartbeatMs: heartbeatMs(env),
+    clientIp: agentIp(request),
+    credentialId: auth.credentialId,
   };
   const headers = new Headers(request.headers);
   headers.delete("authorization");
   headers.set(SESSION_INFO_HEADER, JSON.stringify(info));
   const session = env.TUNNEL_SESSION.get(env.TUNNEL_SESSION.idFromName(info.sessionId));
   return session.fetch(new Request(`https://tunnel-session${CONNECT_PATH}`, { headers }));
+}
+
+/** Longest client address a session record keeps (an IPv6 address in text is at most 45 characters). */
+const MAX_IP_LENGTH = 45;
+
+/** The agent's address for its session record: `cf-connecting-ip` if it reads as an IP address, else "". */
+function agentIp(request: Request): string {
+  const ip = request.headers.get("cf-connecting-ip") ?? "";
+  return ip.length <= MAX_IP_LENGTH && /^[0-9A-Fa-f:.]+$/.test(ip) ? ip : "";
 }

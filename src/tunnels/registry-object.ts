@@ -1,14 +1,15 @@
 /**
- * TunnelRegistry: one Durable Object per account holding its online tunnels. Sessions add and remove their
- * tunnels and renew a lease on every heartbeat; a tunnel whose lease ran out (its session vanished without
- * saying so, e.g. the edge process died) is not listed and is swept on the next write.
+ * TunnelRegistry: one Durable Object per account holding its online tunnel sessions and tunnels. Sessions
+ * record themselves once the agent said hello, add and remove their tunnels, and renew a lease on every
+ * heartbeat; a session or tunnel whose lease ran out (its session vanished without saying so, e.g. the edge
+ * process died) is not listed and is swept on the next write.
  */
 
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
-import type { TunnelRecord } from "./registry-client.ts";
+import type { TunnelRecord, TunnelSessionPage, TunnelSessionRecord } from "./registry-client.ts";
 
-const SCHEMA_VERSION = 2;
+const SCHEMA_VERSION = 3;
 
 export class TunnelRegistry extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
@@ -33,8 +34,49 @@ export class TunnelRegistry extends DurableObject<Env> {
         held_until INTEGER NOT NULL
       )`);
       sql.exec("CREATE INDEX IF NOT EXISTS held_hosts_by_session ON held_hosts (session_id)");
-      sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)", SCHEMA_VERSION);
     }
+    if (version < 3) {
+      // Online tunnel sessions (agents that said hello), leased and renewed like their tunnels.
+      sql.exec(`CREATE TABLE IF NOT EXISTS sessions (
+        id TEXT PRIMARY KEY,
+        record TEXT NOT NULL,
+        lease_until INTEGER NOT NULL
+      )`);
+    }
+    if (version < SCHEMA_VERSION) sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)", SCHEMA_VERSION);
+  }
+
+  /** Records (or updates) an online tunnel session, leased for `leaseMs` and renewed with its tunnels. */
+  addSession(record: TunnelSessionRecord, leaseMs: number): void {
+    const sql = this.ctx.storage.sql;
+    sql.exec("DELETE FROM sessions WHERE lease_until <= ?", Date.now());
+    sql.exec("INSERT OR REPLACE INTO sessions (id, record, lease_until) VALUES (?, ?, ?)", record.id, JSON.stringify(record), Date.now() + leaseMs);
+  }
+
+  /**
+   * A page of online sessions, newest first: those with an id below `beforeId`, at most `limit`. Keyset on
+   * the primary key, so a page reads at most `limit + 1` rows however many sessions there are.
+   */
+  listSessions(beforeId: string | undefined, limit: number): TunnelSessionPage {
+    const rows = this.ctx.storage.sql
+      .exec<{ record: string }>(
+        "SELECT record FROM sessions WHERE id < ? AND lease_until > ? ORDER BY id DESC LIMIT ?",
+        beforeId ?? "\u{10FFFF}", // above every id: ids are ASCII, compared as UTF-8 bytes
+        Date.now(),
+        limit + 1,
+      )
+      .toArray();
+    return { items: rows.slice(0, limit).map((row) => JSON.parse(row.record) as TunnelSessionRecord), hasMore: rows.length > limit };
+  }
+
+  /** Forgets a session record only (its tunnels and held hosts are left as they are). */
+  removeSession(id: string): void {
+    this.ctx.storage.sql.exec("DELETE FROM sessions WHERE id = ?", id);
+  }
+
+  getSession(id: string): TunnelSessionRecord | null {
+    const row = this.ctx.storage.sql.exec<{ record: string }>("SELECT record FROM sessions WHERE id = ? AND lease_until > ?", id, Date.now()).toArray()[0];
+    return row ? (JSON.parse(row.record) as TunnelSessionRecord) : null;
   }
 
   /** Records an online tunnel of `sessionId`, leased for `leaseMs`. */
@@ -50,13 +92,15 @@ export class TunnelRegistry extends DurableObject<Env> {
   }
 
   /**
-   * Takes tunnels of `sessionId` offline: the listed ones, or all of them. Their host labels stay counted
-   * against the account's quota for `graceMs` (the time only this account may claim them again).
+   * Takes tunnels of `sessionId` offline: the listed ones, or all of them together with the session itself
+   * (the session ended). Their host labels stay counted against the account's quota for `graceMs` (the
+   * time only this account may claim them again).
    */
   remove(sessionId: string, tunnelIds?: readonly string[], graceMs = 0): number {
     const sql = this.ctx.storage.sql;
     const heldUntil = Date.now() + graceMs;
     if (!tunnelIds) {
+      sql.exec("DELETE FROM sessions WHERE id = ?", sessionId);
       sql.exec("UPDATE held_hosts SET held_until = ? WHERE session_id = ?", heldUntil, sessionId);
       return sql.exec("DELETE FROM tunnels WHERE session_id = ?", sessionId).rowsWritten;
     }
@@ -68,9 +112,10 @@ export class TunnelRegistry extends DurableObject<Env> {
     return removed;
   }
 
-  /** Extends the lease of every tunnel (and held host) of `sessionId`; answers how many tunnels it has. */
+  /** Extends the lease of the session, its tunnels and held hosts; answers how many tunnels it has. */
   renew(sessionId: string, leaseMs: number): number {
     const sql = this.ctx.storage.sql;
+    sql.exec("UPDATE sessions SET lease_until = ? WHERE id = ?", Date.now() + leaseMs, sessionId);
     sql.exec("UPDATE held_hosts SET held_until = ? WHERE session_id = ?", Date.now() + leaseMs, sessionId);
     return sql.exec("UPDATE tunnels SET lease_until = ? WHERE session_id = ?", Date.now() + leaseMs, sessionId).rowsWritten;
   }
@@ -111,5 +156,6 @@ export class TunnelRegistry extends DurableObject<Env> {
 
   private sweep(): void {
     this.ctx.storage.sql.exec("DELETE FROM tunnels WHERE lease_until <= ?", Date.now());
+    this.ctx.storage.sql.exec("DELETE FROM sessions WHERE lease_until <= ?", Date.now());
   }
 }

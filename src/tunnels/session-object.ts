@@ -17,7 +17,17 @@ import { AGENT_TAG, PublicSockets } from "./public-sockets.ts";
 import { CloseCode, decodeFrames, HEARTBEAT_PING, HEARTBEAT_PONG, ResetCode, TunnelFailure, type Frame, type FrameOf } from "./protocol.ts";
 import { FrameOutbox } from "./framing.ts";
 import { StreamIds } from "./stream-ids.ts";
-import { addOnlineTunnel, forgetHost, holdHost, removeOnlineTunnels, renewOnlineTunnels, type TunnelRecord } from "./registry-client.ts";
+import {
+  addOnlineTunnel,
+  addTunnelSession,
+  forgetHost,
+  holdHost,
+  removeOnlineTunnels,
+  removeTunnelSession,
+  renewOnlineTunnels,
+  tunnelSessionRecord,
+  type TunnelRecord,
+} from "./registry-client.ts";
 import { validateTunnelStart } from "./tunnel-spec.ts";
 import { closeReason } from "../close-reason.ts";
 
@@ -29,6 +39,10 @@ export interface SessionInfo {
   readonly domain: string;
   readonly publicBase: PublicBase;
   readonly heartbeatMs: number;
+  /** The address the agent connected from, for the session record. */
+  readonly clientIp: string;
+  /** The public id of the API key the agent authenticated with (`cr_…`). */
+  readonly credentialId: string;
 }
 
 interface SessionMeta extends SessionInfo {
@@ -122,7 +136,7 @@ export class TunnelSession extends DurableObject<Env> {
   private async onSessionFrame(ws: WebSocket, frame: Frame): Promise<void> {
     switch (frame.type) {
       case "hello":
-        return this.hello();
+        return this.hello(frame);
       case "start_tunnel":
         return this.startTunnel(frame);
       case "stop_tunnel":
@@ -172,7 +186,8 @@ export class TunnelSession extends DurableObject<Env> {
       closeQuietly(ws, CloseCode.heartbeatTimeout, "no heartbeat from the agent");
       return this.endSession("the agent stopped answering heartbeats");
     }
-    if (this.tunnels().length > 0) await renewOnlineTunnels(this.env, meta.accountId, meta.sessionId, meta.heartbeatMs * LEASE_HEARTBEATS);
+    // renews the session record too, so it is renewed whether or not the session has tunnels
+    await renewOnlineTunnels(this.env, meta.accountId, meta.sessionId, meta.heartbeatMs * LEASE_HEARTBEATS);
     // Wake up next when the session would be dead if no ping came meanwhile: a silent agent is found
     // right at its deadline, and a healthy session leaves the object idle long enough to hibernate.
     await this.ctx.storage.setAlarm(Math.max(deadline, Date.now() + meta.heartbeatMs) + ALARM_SLACK_MS);
@@ -210,10 +225,19 @@ export class TunnelSession extends DurableObject<Env> {
     });
   }
 
-  private hello(): void {
+  private async hello(frame: FrameOf<"hello">): Promise<void> {
     const meta = this.meta();
     if (!meta) return;
     this.send({ type: "welcome", session_id: meta.sessionId, region: meta.region, heartbeat_ms: meta.heartbeatMs });
+    await this.recordSession(meta, frame);
+  }
+
+  /** Lists the session in the account's registry (management's `/tunnel_sessions`) once the agent said who it is. */
+  private async recordSession(meta: SessionMeta, hello: FrameOf<"hello">): Promise<void> {
+    const record = tunnelSessionRecord(meta, meta.connectedAt, hello);
+    await addTunnelSession(this.env, meta.accountId, record, meta.heartbeatMs * LEASE_HEARTBEATS);
+    // the session ended while it was being recorded: endSession ran before the record existed
+    if (!this.socket()) await removeTunnelSession(this.env, meta.accountId, meta.sessionId);
   }
 
   private async startTunnel(frame: FrameOf<"start_tunnel">): Promise<void> {
@@ -321,7 +345,7 @@ export class TunnelSession extends DurableObject<Env> {
     ]);
   }
 
-  /** Takes every tunnel of the session offline and forgets the session. */
+  /** Takes every tunnel of the session offline and forgets the session (its registry record too). */
   private async endSession(reason: string): Promise<void> {
     this.streams.failAll({ code: "agent_disconnected", message: reason });
     this.publicSockets.close("the tunnel's agent went away");

@@ -16,7 +16,7 @@ export const tunnelSchema = z
     id: z.string().openapi({ example: "tn_2abcdefghijklmnopqrstuvwxyz" }),
     public_url: z.string().optional().openapi({ description: "Public URL of the tunnel's endpoint." }),
     started_at: timestampSchema,
-    metadata: z.string().optional(),
+    metadata: z.string().openapi({ description: "The tunnel's metadata from the agent's configuration; `\"\"` when none was configured." }),
     proto: z.string().optional().openapi({ description: "`http`, `https`, `tcp` or `tls`." }),
     region: z.string(),
     tunnel_session: refSchema,
@@ -38,15 +38,16 @@ export const tunnelListSchema = z
 type Tunnel = z.output<typeof tunnelSchema>;
 
 /**
- * The registry's record with absolute `uri`s on its references. The referenced tunnel sessions, endpoints
- * and backends are named with the reference API's paths; this API does not serve those resources.
+ * The registry's record with absolute `uri`s on its references, named with the reference API's paths
+ * (this API serves `/tunnel_sessions`, not endpoints or backends). `metadata` is always present (`""`
+ * when none was configured), as the reference API's typed clients declare it.
  */
 export function renderTunnel(origin: string, record: TunnelRecord): Tunnel {
   const tunnel: Tunnel = {
     id: record.id,
     public_url: record.public_url,
     started_at: record.started_at,
-    metadata: record.metadata,
+    metadata: record.metadata ?? "",
     proto: record.proto,
     region: record.region,
     tunnel_session: { id: record.tunnel_session.id, uri: `${origin}/tunnel_sessions/${record.tunnel_session.id}` },

@@ -17,6 +17,14 @@ export const MIGRATIONS: readonly string[] = [
      updated_at TEXT NOT NULL,
      PRIMARY KEY (edge_id, route_id, kind)
    ) WITHOUT ROWID;`,
+  // 2: when the management API first showed each edge (route_id '') and route of policies/gateway.yaml:
+  // their created_at, stable from then on (the config itself carries no dates).
+  `CREATE TABLE edges_seen (
+     edge_id TEXT NOT NULL,
+     route_id TEXT NOT NULL,
+     first_seen TEXT NOT NULL,
+     PRIMARY KEY (edge_id, route_id)
+   ) WITHOUT ROWID;`,
 ];
 
 /** Brings the schema up to date; returns the version it is at. Runs inside one transaction. */

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { authenticateApiKey, hashApiKey, parseApiKeys } from "../../../src/management/auth.ts";
+import { authenticateApiKey, credentialIdOf, hashApiKey, parseApiKeys } from "../../../src/management/auth.ts";
 import { DEV_KEY } from "./keys.ts";
 
 const DEV_KEY_HASH = "b49443744293203acda426fbf95f79d9f4e253b5fa2dbe2db60e7ead7f69cf3c";
@@ -35,12 +35,31 @@ describe("TOLLGATE_API_KEYS", () => {
 
 describe("authenticateApiKey (also used for agent connections)", () => {
   it("a configured key answers its account", async () => {
-    expect(await authenticateApiKey(`Bearer ${DEV_KEY}`, env)).toEqual({ ok: true, accountId: "acct_dev" });
+    expect(await authenticateApiKey(`Bearer ${DEV_KEY}`, env)).toEqual({ ok: true, accountId: "acct_dev", credentialId: await credentialIdOf(hexBytes(DEV_KEY_HASH)) });
+  });
+
+  it("the scheme is accepted in any case; other whitespace than one space is refused", async () => {
+    for (const scheme of ["bearer", "BEARER", "bEaReR"]) {
+      expect(await authenticateApiKey(`${scheme} ${DEV_KEY}`, env)).toMatchObject({ ok: true, accountId: "acct_dev" });
+    }
+    for (const header of [`Bearer  ${DEV_KEY}`, `Bearer\t${DEV_KEY}`, ` Bearer ${DEV_KEY}`, `Bearer ${DEV_KEY} `, `Bearer\u00a0${DEV_KEY}`]) {
+      const result = await authenticateApiKey(header, env);
+      expect(result.ok ? "accepted" : result.error.code).toBe(200);
+    }
+  });
+
+  it("a key's credential id is cr_ and 27 base62 characters, stable, distinct per key, and not made of the configured hash", async () => {
+    const id = await credentialIdOf(hexBytes(DEV_KEY_HASH));
+    expect(id).toMatch(/^cr_[0-9A-Za-z]{27}$/);
+    expect(await credentialIdOf(hexBytes(DEV_KEY_HASH))).toBe(id);
+    expect(await credentialIdOf(hexBytes(await hashApiKey("tgk_another")))).not.toBe(id);
+    const hex = id.slice(3).toLowerCase();
+    for (let i = 0; i + 8 <= DEV_KEY_HASH.length; i += 8) expect(hex).not.toContain(DEV_KEY_HASH.slice(i, i + 8));
   });
 
   it("the first account whose hash matches wins when a hash is listed twice", async () => {
     const twice = { ...env, TOLLGATE_API_KEYS: `acct_a:${DEV_KEY_HASH},acct_b:${DEV_KEY_HASH}` };
-    expect(await authenticateApiKey(`Bearer ${DEV_KEY}`, twice)).toEqual({ ok: true, accountId: "acct_a" });
+    expect(await authenticateApiKey(`Bearer ${DEV_KEY}`, twice)).toMatchObject({ ok: true, accountId: "acct_a" });
   });
 
   it("missing, malformed and unknown credentials are 401s with codes 200, 200 and 203", async () => {
@@ -67,3 +86,7 @@ describe("authenticateApiKey (also used for agent connections)", () => {
     expect(result.error.message).not.toMatch(/tgk_secret_value/);
   });
 });
+
+function hexBytes(hex: string): Uint8Array {
+  return Uint8Array.from(hex.match(/../g)!, (pair) => Number.parseInt(pair, 16));
+}

@@ -33,9 +33,12 @@ describe("credentials", () => {
     await callJson("GET", "/bot_users", 200, { key: "dev" });
   });
 
-  it("only the exact form 'Bearer <key>' is accepted, so one key has one rate-limit bucket", async () => {
-    for (const authorization of [`bearer ${DEV_KEY}`, `BEARER ${DEV_KEY}`, `Bearer  ${DEV_KEY}`, `Bearer\t${DEV_KEY}`]) {
-      await callError("GET", "/bot_users", 401, 200, { key: null, headers: { authorization } });
+  it("the scheme is accepted in any case ('bearer', 'BEARER'); whitespace variants are 401 ERR_SVC_200", async () => {
+    for (const authorization of [`bearer ${DEV_KEY}`, `BEARER ${DEV_KEY}`]) {
+      await callJson("GET", "/bot_users", 200, { key: null, headers: { authorization } });
+    }
+    for (const authorization of [`Bearer  ${DEV_KEY}`, `Bearer\t${DEV_KEY}`, `bearer\t${DEV_KEY}`]) {
+      await callError("GET", "/bot_users", 401, 200, { key: null, headers: { authorization } }, "one space");
     }
   });
 
@@ -53,6 +56,20 @@ describe("credentials", () => {
 describe("Service-Version header", () => {
   it("missing → 400 ERR_SVC_218 naming the header", async () => {
     const envelope = await callError("GET", "/bot_users", 400, 218, { version: null }, /Service-Version/);
+    expect(envelope.details.header).toBe("Service-Version");
+  });
+
+  it("Ngrok-Version: 2 (what the reference API's clients send) is accepted in its place", async () => {
+    await callJson("GET", "/bot_users", 200, { version: null, headers: { "ngrok-version": "2" } });
+    await callJson("GET", "/bot_users", 200, { version: "2", headers: { "ngrok-version": "2" } });
+  });
+
+  it("an Ngrok-Version other than 2 → 400 ERR_SVC_217 naming that header, also beside Service-Version: 2", async () => {
+    for (const version of [null, "2"]) {
+      const envelope = await callError("GET", "/bot_users", 400, 217, { version, headers: { "ngrok-version": "3" } }, /^Ngrok-Version '3' is not supported/);
+      expect(envelope.details.header).toBe("Ngrok-Version");
+    }
+    const envelope = await callError("GET", "/bot_users", 400, 217, { version: "1", headers: { "ngrok-version": "2" } }, /^Service-Version '1'/);
     expect(envelope.details.header).toBe("Service-Version");
   });
 
@@ -160,6 +177,11 @@ describe("OpenAPI", () => {
         "DELETE /edges/https/{edge_id}/routes/{id}/websocket_tcp_converter",
         "GET /tunnels",
         "GET /tunnels/{id}",
+        "GET /tunnel_sessions",
+        "GET /tunnel_sessions/{id}",
+        "GET /edges/https",
+        "GET /edges/https/{id}",
+        "GET /edges/https/{edge_id}/routes/{id}",
       ].sort(),
     );
     // Generated from the validating schemas: bounds and strictness show up.
@@ -172,6 +194,7 @@ describe("OpenAPI", () => {
         expect.objectContaining({ name: "limit", in: "query" }),
         expect.objectContaining({ name: "before_id", in: "query" }),
         expect.objectContaining({ name: "Service-Version", in: "header" }),
+        expect.objectContaining({ name: "Ngrok-Version", in: "header" }),
       ]),
     );
   });

@@ -30,7 +30,7 @@ describe("unpaired surrogates in JSON strings", () => {
 
   it("every string of every operation's body, query and path schema refuses an unpaired surrogate", () => {
     const refused: string[] = [];
-    for (const definition of createManagementApp({ edges: { edge: () => undefined } }).openAPIRegistry.definitions) {
+    for (const definition of createManagementApp({ edges: { edge: () => undefined, edges: () => [] } }).openAPIRegistry.definitions) {
       if (definition.type !== "route") continue;
       const { method, path, request } = definition.route;
       const media = request?.body?.content["application/json"];

@@ -56,8 +56,8 @@ describe("tunnels", () => {
       labels: { team: "edge" },
       forwards_to: "http://localhost:3003",
     });
-    // Fields that do not apply are omitted, not null.
-    expect(Object.keys(list.tunnels[1])).not.toContain("metadata");
+    // metadata is always there ("" when none was configured); other fields that do not apply are omitted, not null.
+    expect(list.tunnels[1].metadata).toBe("");
     expect(Object.keys(list.tunnels[1])).not.toContain("labels");
     expect(Object.keys(list.tunnels[1])).not.toContain("backends");
   });
