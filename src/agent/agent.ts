@@ -71,7 +71,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     capture = new CaptureStore({ maxBytes: inspectDbBytes(config) });
     tunnels.addTap(capture.tap);
     const app = createAgentApi(
-      { version: AGENT_VERSION, serverAddr: config.server_addr, session, tunnels },
+      { version: AGENT_VERSION, serverAddr: config.server_addr, requestedRegion: config.region, session, tunnels },
       {
         allowHosts: config.web_allow_hosts,
         listenHost: splitHostPort(config.web_addr).host,

@@ -1,9 +1,11 @@
-/** The `tollgate` command line: builds a plan from argv, runs the agent until Ctrl-C or a fatal refusal. */
+/** The `tollgate` command line: builds a plan from argv and carries it out (runs the agent until Ctrl-C or a fatal refusal). */
 
-import { startAgent } from "./agent.ts";
-import { buildAgentCommand, USAGE } from "./commands/agent-command.ts";
-import { logLine, showStatus, type StatusStream } from "./status/status-view.ts";
-import { AGENT_VERSION } from "./version.ts";
+import { startAgent, type Agent } from "./agent.ts";
+import { buildCommand } from "./commands/build-command.ts";
+import type { OutputPlan } from "./commands/command.ts";
+import { saveCredential } from "./settings/credential-file.ts";
+import { logAgent, openLog, type AgentLog } from "./status/agent-log.ts";
+import { showStatus, type StatusStream } from "./status/status-view.ts";
 
 export interface CliIo {
   readonly stdout: StatusStream;
@@ -12,49 +14,75 @@ export interface CliIo {
   readonly env: Readonly<Record<string, string | undefined>>;
   /** Aborting it is Ctrl-C (the bin wires SIGINT and SIGTERM to it). */
   readonly signal: AbortSignal;
+  /** The program's file name as started (`ngrok` makes it ngrok's command line). */
+  readonly invokedAs?: string;
 }
 
 /** Runs one command; resolves with the process exit code. */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
-  const command = await buildAgentCommand(argv, { cwd: io.cwd, env: io.env });
+  const command = await buildCommand(argv, { cwd: io.cwd, env: io.env, invokedAs: io.invokedAs });
   switch (command.kind) {
-    case "help":
-      io.stdout.write(USAGE);
-      return 0;
-    case "version":
-      io.stdout.write(`tollgate ${AGENT_VERSION}\n`);
+    case "print":
+      io.stdout.write(command.text);
       return 0;
     case "error":
       io.stderr.write(`tollgate: ${command.message}\n`);
       return 2;
-    case "check":
-      io.stdout.write(`${command.file}: valid (tunnels: ${command.tunnels.join(", ") || "none"})\n`);
+    case "save-credential": {
+      const saved = await saveCredential(command.file, command.field, command.value);
+      if (!saved.ok) {
+        io.stderr.write(`tollgate: ${saved.message}\n`);
+        return 1;
+      }
+      // ngrok's words: pyngrok checks the reply for "Authtoken saved", the ngrok npm package waits for any output.
+      io.stdout.write(`${command.field === "authtoken" ? "Authtoken" : "API key"} saved to configuration file: ${command.file}\n`);
       return 0;
+    }
     case "run":
-      break;
+      return runAgent(command.config, command.tunnels, command.output, io);
   }
+}
 
-  let agent;
+async function runAgent(config: Parameters<typeof startAgent>[0]["config"], tunnels: Parameters<typeof startAgent>[0]["tunnels"], output: OutputPlan, io: CliIo): Promise<number> {
+  const screen = output.screen === true || (output.screen === "auto" && io.stdout.isTTY === true && output.destination !== "stdout");
+  const destination = output.destination ?? (screen ? false : "stdout");
+  const log: AgentLog | undefined = destination === false ? undefined : openLog({ destination, format: output.format, level: output.level, stdout: io.stdout, stderr: io.stderr, cwd: io.cwd });
+
+  let agent: Agent;
   try {
-    agent = await startAgent({ config: command.config, tunnels: command.tunnels });
+    agent = await startAgent({ config, tunnels });
   } catch (error) {
+    log?.write("crit", "command failed", { err: (error as Error).message });
+    await log?.close();
     io.stderr.write(`tollgate: ${(error as Error).message}\n`);
     return 1;
   }
-  const tty = command.log === "term" || (command.log === "auto" && io.stdout.isTTY === true);
-  const hideStatus = showStatus(agent, io.stdout, { tty });
 
-  const outcome = await new Promise<{ code: number; message?: string }>((resolve) => {
-    if (io.signal.aborted) resolve({ code: 0 });
-    io.signal.addEventListener("abort", () => resolve({ code: 0 }), { once: true });
-    agent.ready.catch((error: Error) => resolve({ code: 1, message: error.message }));
-    agent.session.onStatus((status) => {
-      if (status.state === "refused") resolve({ code: 1, message: status.lastError });
+  const stopLogging = log ? logAgent(agent, log) : () => undefined;
+  let hideStatus: (() => void) | undefined;
+  try {
+    if (screen) hideStatus = showStatus(agent, io.stdout);
+    const outcome = await new Promise<{ code: number; message?: string }>((resolve) => {
+      if (io.signal.aborted) resolve({ code: 0 });
+      io.signal.addEventListener("abort", () => resolve({ code: 0 }), { once: true });
+      agent.ready.catch((error: Error) => resolve({ code: 1, message: error.message }));
+      agent.session.onStatus((status) => {
+        if (status.state === "refused") resolve({ code: 1, message: status.lastError });
+      });
     });
-  });
-  if (!tty) io.stdout.write(logLine("info", "shutting down", { tunnels: agent.tunnels.list().length }));
-  await agent.stop();
-  hideStatus();
-  if (outcome.message) io.stderr.write(`tollgate: ${outcome.message}\n`);
-  return outcome.code;
+    log?.write("info", "shutting down", { tunnels: agent.tunnels.list().length });
+    await agent.stop();
+    if (outcome.message) {
+      log?.write("crit", "command failed", { err: outcome.message });
+      hideStatus?.();
+      hideStatus = undefined;
+      io.stderr.write(`tollgate: ${outcome.message}\n`);
+    }
+    return outcome.code;
+  } finally {
+    // The terminal leaves the alternate screen whatever happened while stopping.
+    hideStatus?.();
+    stopLogging();
+    await log?.close();
+  }
 }

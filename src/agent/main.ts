@@ -1,5 +1,6 @@
 /** Process wiring for the bin: argv, stdio, Ctrl-C (a second Ctrl-C exits at once), exit code. */
 
+import { basename } from "node:path";
 import { runCli } from "./cli.ts";
 
 export async function main(): Promise<void> {
@@ -17,6 +18,8 @@ export async function main(): Promise<void> {
     cwd: process.cwd(),
     env: process.env,
     signal: controller.signal,
+    // A symlink or file named `ngrok` keeps its own name here (Node resolves argv[1] to an absolute path, not through links).
+    invokedAs: process.argv[1] === undefined ? undefined : basename(process.argv[1]),
   });
   process.exit(code);
 }

@@ -2,10 +2,10 @@ import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { buildAgentCommand } from "../../src/agent/commands/agent-command.ts";
+import { buildCommand } from "../../src/agent/commands/build-command.ts";
 import { backoffDelay } from "../../src/agent/edge/backoff.ts";
 import { quantile } from "../../src/agent/metrics/tunnel-metrics.ts";
-import { logLine } from "../../src/agent/status/status-view.ts";
+import { formatRecord } from "../../src/agent/status/agent-log.ts";
 
 async function dirWith(files: Record<string, string>): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), "tollgate-cli-"));
@@ -13,7 +13,7 @@ async function dirWith(files: Record<string, string>): Promise<string> {
   return dir;
 }
 
-const build = (argv: string[], cwd = tmpdir(), env: Record<string, string> = {}) => buildAgentCommand(argv, { cwd, env });
+const build = (argv: string[], cwd = tmpdir(), env: Record<string, string> = {}) => buildCommand(argv, { cwd, env });
 
 describe("tollgate agent http", () => {
   it("`agent http 3000` is one http tunnel named command_line to localhost:3000 on the local edge", async () => {
@@ -22,7 +22,7 @@ describe("tollgate agent http", () => {
       kind: "run",
       config: { server_addr: "http://127.0.0.1:8787", api_key: "tgk_dev_local_only_0000000000000000", web_addr: "127.0.0.1:4040" },
       tunnels: [{ name: "command_line", definition: { proto: "http", addr: "3000", inspect: true } }],
-      log: "auto",
+      output: { screen: "auto", destination: undefined, format: "logfmt", level: "info" },
     });
   });
 
@@ -65,15 +65,15 @@ describe("tollgate agent start", () => {
   it("starts the named tunnels, or all with --all", async () => {
     const cwd = await dirWith({ "agent.yml": config });
     const named = await build(["agent", "start", "api"], cwd);
-    expect(named.kind === "run" && named.tunnels.map((t) => t.name)).toEqual(["api"]);
+    expect(named.kind === "run" && named.tunnels.map((t: { name: string }) => t.name)).toEqual(["api"]);
     const all = await build(["agent", "start", "--all", "--config", "agent.yml"], cwd);
-    expect(all.kind === "run" && all.tunnels.map((t) => t.name)).toEqual(["web", "api"]);
+    expect(all.kind === "run" && all.tunnels.map((t: { name: string }) => t.name)).toEqual(["web", "api"]);
   });
 
   it.each([
     [[], "name the tunnels to start or pass --all (tunnels in"],
     [["nope"], "no tunnel 'nope' in"],
-    [["web", "--all"], "give tunnel names or --all, not both"],
+    [["web", "--all"], "give tunnel names, --all or --none: one of them, not --all and tunnel names"],
     [["web", "--subdomain", "x"], "--subdomain belongs to agent http"],
   ])("%j is an error: %s", async (args, message) => {
     const cwd = await dirWith({ "agent.yml": config });
@@ -102,6 +102,6 @@ describe("small parts", () => {
   });
 
   it("writes logfmt lines, quoting what needs it", () => {
-    expect(logLine("info", "tunnel online", { name: "web", err: "a b" }, new Date(0))).toBe('t=1970-01-01T00:00:00.000Z lvl=info msg="tunnel online" name=web err="a b"\n');
+    expect(formatRecord("logfmt", "info", "tunnel online", { name: "web", err: "a b" }, new Date(0))).toBe('t=1970-01-01T00:00:00.000Z lvl=info msg="tunnel online" name=web err="a b"\n');
   });
 });

@@ -25,6 +25,9 @@ describe("agent config file", () => {
         web_addr: "127.0.0.1:4040",
         web_allow_hosts: [],
         inspect_db_size: 0,
+        log_format: "logfmt",
+        log_level: "info",
+        console_ui: "iftty",
         tunnels: { web: { addr: 3000, inspect: true } },
       },
     });
@@ -69,7 +72,7 @@ tunnels:
     ["web_addr: 4040\n", "agent.yml:1: web_addr: must be host:port, or false to turn the agent API off"],
     ["server_addr: edge.example.com\n", "agent.yml:1: server_addr: must be the edge's URL, e.g. http://127.0.0.1:8787 or https://edge.example.com"],
     ["inspect_db_size: -1\n", "agent.yml:1: inspect_db_size: must be 0 (the default, 50 MB) or more"],
-    ["version: 3\n", 'agent.yml:1: version: must be 1 (or "1")'],
+    ["version: 4\n", "agent.yml:1: version: must be 1 (Tollgate's format), or 2 or 3 (ngrok's)"],
     ["tunnels:\n  web:\n    addr: 1\n    labels: {a: b}\n    proto: http\n", "agent.yml:4: tunnels.web.labels: a tunnel has either labels or proto, not both"],
     [
       "tunnels:\n  web:\n    addr: 1\n    traffic_policy:\n      inbound:\n        - actions:\n            - type: rate-limit\n              config: {name: x, algorithm: sliding_window, capacity: 1, rate: 7s, bucket_key: [conn.client_ip]}\n",

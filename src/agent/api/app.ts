@@ -14,6 +14,8 @@ import { tunnelRoutes } from "./tunnel-routes.ts";
 export interface AgentApiContext {
   readonly version: string;
   readonly serverAddr: string;
+  /** `--region` / `region:` as given: recorded, not acted on (the edge decides where traffic enters). */
+  readonly requestedRegion?: string;
   readonly session: EdgeSession;
   readonly tunnels: TunnelManager;
 }
@@ -51,6 +53,7 @@ export function createAgentApi(agent: AgentApiContext, options: AgentApiOptions 
         id: status.sessionId ?? null,
         server_addr: agent.serverAddr,
         region: status.region ?? null,
+        requested_region: agent.requestedRegion ?? null,
         latency_ms: status.latencyMs ?? null,
         connected_at: status.connectedAt?.toISOString() ?? null,
         reconnects: status.reconnects,
@@ -59,7 +62,7 @@ export function createAgentApi(agent: AgentApiContext, options: AgentApiOptions 
       tunnels: agent.tunnels.list().length,
     });
   });
-  app.route("/api/tunnels", tunnelRoutes(agent.tunnels));
+  app.route("/api/tunnels", tunnelRoutes(agent.tunnels, agent.session));
   for (const mount of options.mounts ?? []) mount(app);
 
   app.notFound((c) => new AgentApiError(404, AgentErrorCode.notFound, `no resource at ${c.req.path}`).render(c));

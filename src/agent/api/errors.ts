@@ -14,6 +14,7 @@ export const AgentErrorCode = {
   methodNotAllowed: 106,
   internal: 107,
   badRequest: 108,
+  sessionNotReady: 109,
 } as const;
 
 export class AgentApiError extends Error {

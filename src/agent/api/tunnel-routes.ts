@@ -3,7 +3,7 @@
 import { Hono } from "hono";
 import { parseTunnelDefinition } from "../settings/load.ts";
 import type { NamedTunnelDefinition } from "../settings/schema.ts";
-import { EdgeRefusal } from "../edge/edge-session.ts";
+import { EdgeRefusal, type EdgeSession } from "../edge/edge-session.ts";
 import { DuplicateTunnelError, type Tunnel, type TunnelManager } from "../tunnels/tunnel-manager.ts";
 import type { TunnelMetricsSnapshot } from "../metrics/tunnel-metrics.ts";
 import { AgentApiError, AgentErrorCode, notFound } from "./errors.ts";
@@ -34,18 +34,39 @@ export function tunnelView(tunnel: Tunnel): TunnelView {
   };
 }
 
+/**
+ * Options the `ngrok` npm package sends along with every tunnel (it posts its whole options object): they
+ * configure the client or the agent process, not the tunnel, so the tunnel definition leaves them out.
+ * `authtoken` was already saved with `tollgate authtoken` before the agent started.
+ */
+const CLIENT_OPTIONS = ["authtoken", "configPath", "region", "binPath", "port", "host"] as const;
+
+/** What the `ngrok` npm package and pyngrok retry on (503 with this exact `details.err`) until the session is up. */
+export const SESSION_NOT_READY = "a successful ngrok tunnel session has not yet been established";
+
+function withoutClientOptions(body: unknown): unknown {
+  if (body === null || typeof body !== "object" || Array.isArray(body)) return body;
+  const copy = { ...(body as Record<string, unknown>) };
+  for (const key of CLIENT_OPTIONS) delete copy[key];
+  return copy;
+}
+
 const methodNotAllowed = (allowed: string) => () => {
   throw new AgentApiError(405, AgentErrorCode.methodNotAllowed, `method not allowed here; use ${allowed}`);
 };
 
-export function tunnelRoutes(tunnels: TunnelManager): Hono {
+export function tunnelRoutes(tunnels: TunnelManager, session: Pick<EdgeSession, "status">): Hono {
   return new Hono()
     .get("/", (c) => c.json({ tunnels: tunnels.list().map(tunnelView), uri: "/api/tunnels" }))
     .post("/", async (c) => {
       const body = await readJsonBody(c.req.raw, AgentErrorCode.invalidTunnelDefinition, "invalid tunnel definition");
-      const parsed = parseTunnelDefinition(body);
+      const parsed = parseTunnelDefinition(withoutClientOptions(body));
       if (!parsed.ok) throw new AgentApiError(400, AgentErrorCode.invalidTunnelDefinition, "invalid tunnel definition", parsed.message);
       const { name, ...definition } = parsed.tunnel satisfies NamedTunnelDefinition;
+      const state = session.status.state;
+      if (state === "connecting" || state === "reconnecting") {
+        throw new AgentApiError(503, AgentErrorCode.sessionNotReady, `the agent is not connected to the edge yet (${state}${session.status.lastError ? `: ${session.status.lastError}` : ""}); retry`, SESSION_NOT_READY);
+      }
       try {
         const tunnel = await tunnels.start(name, definition);
         return c.json(tunnelView(tunnel), 201);

@@ -1,43 +1,111 @@
-/** Reads and validates the agent config file; every problem comes back with file, line and key path. */
+/** Reads and validates agent config files (Tollgate's, ngrok v2 or v3); every problem comes back with file, line and key path. */
 
-import { readFile } from "node:fs/promises";
+import { open } from "node:fs/promises";
 import { compilePolicy } from "../../policy/compile.ts";
 import { formatIssue, type PathSegment, type PolicyIssue } from "../../policy/issues.ts";
 import { readSource } from "../../policy/source.ts";
 import { fromZodIssues } from "../../policy/zod-issues.ts";
+import { translateConfig, type ConfigFormat } from "./ngrok-config.ts";
 import { agentConfigSchema, namedTunnelDefinitionSchema, type AgentConfig, type NamedTunnelDefinition } from "./schema.ts";
 
 export type ConfigResult = { ok: true; config: AgentConfig } | { ok: false; issues: PolicyIssue[] };
 
-/** Validates a parsed config value (also used for flags-only runs, with `{}`). */
-export function parseAgentConfig(
-  value: unknown,
-  file?: string,
-  lineOf?: (path: readonly PathSegment[]) => number | undefined,
-): ConfigResult {
-  const place = (path: PathSegment[]) => ({ file, line: lineOf?.(path) });
-  const parsed = agentConfigSchema.safeParse(value ?? {});
-  if (!parsed.success) return { ok: false, issues: fromZodIssues(parsed.error.issues, value, place) };
-  const issues: PolicyIssue[] = [];
-  for (const [name, tunnel] of Object.entries(parsed.data.tunnels)) {
-    if (tunnel.traffic_policy === undefined) continue;
-    const compiled = compilePolicy(tunnel.traffic_policy, { file, lineOf, prefix: ["tunnels", name, "traffic_policy"] });
-    if (!compiled.ok) issues.push(...compiled.issues);
-  }
-  return issues.length > 0 ? { ok: false, issues } : { ok: true, config: parsed.data };
+/** Largest config file read (bytes). */
+export const MAX_CONFIG_FILE_BYTES = 1024 * 1024;
+/** Most config files one command line may merge (`--config` repeated or comma-separated). */
+export const MAX_CONFIG_FILES = 8;
+
+const isMap = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === "object" && !Array.isArray(value);
+
+export interface ParseOptions {
+  readonly file?: string;
+  readonly lineOf?: (path: readonly PathSegment[]) => number | undefined;
+  /** Where a Tollgate path came from in the file (ngrok files name their keys differently). */
+  readonly sourcePath?: (path: readonly PathSegment[]) => PathSegment[];
 }
 
-export async function loadAgentConfig(file: string): Promise<ConfigResult> {
+/**
+ * Validates a config value in Tollgate's shape (also used for flags-only runs, with `{}`). Reports every
+ * problem at once: schema issues and those inside each tunnel's traffic policy.
+ */
+export function parseAgentConfig(value: unknown, file?: string, lineOf?: ParseOptions["lineOf"], sourcePath: ParseOptions["sourcePath"] = (path) => [...path]): ConfigResult {
+  const locate = (issue: PolicyIssue): PolicyIssue => {
+    const path = sourcePath(issue.path);
+    return { ...issue, file, path, line: lineOf?.(path) };
+  };
+  const issues: PolicyIssue[] = [];
+  const parsed = agentConfigSchema.safeParse(value ?? {});
+  if (!parsed.success) issues.push(...fromZodIssues(parsed.error.issues, value, () => ({})).map(locate));
+  const tunnels = isMap(value) && isMap(value.tunnels) ? value.tunnels : {};
+  for (const [name, tunnel] of Object.entries(tunnels)) {
+    if (!isMap(tunnel) || !isMap(tunnel.traffic_policy)) continue;
+    const compiled = compilePolicy(tunnel.traffic_policy, { prefix: ["tunnels", name, "traffic_policy"] });
+    if (!compiled.ok) issues.push(...compiled.issues.map(locate));
+  }
+  if (issues.length > 0 || !parsed.success) return { ok: false, issues: sortIssues(issues) };
+  return { ok: true, config: parsed.data };
+}
+
+function sortIssues(issues: PolicyIssue[]): PolicyIssue[] {
+  return issues.map((issue, index) => ({ issue, index })).sort((a, b) => (a.issue.line ?? 0) - (b.issue.line ?? 0) || a.index - b.index).map(({ issue }) => issue);
+}
+
+export interface ConfigFile {
+  readonly file: string;
+  readonly format: ConfigFormat;
+  /** The file's own settings in Tollgate's shape, before defaults (what merging needs). */
+  readonly value: Record<string, unknown>;
+  /** The file validated on its own. */
+  readonly config: AgentConfig;
+}
+
+export type ConfigFileResult = { ok: true; file: ConfigFile } | { ok: false; issues: PolicyIssue[] };
+
+/** Reads one config file, maps an ngrok file onto Tollgate's shape and validates it, with every problem located. */
+export async function readConfigFile(file: string): Promise<ConfigFileResult> {
   let text: string;
   try {
-    text = await readFile(file, "utf8");
+    const handle = await open(file, "r");
+    try {
+      const { size } = await handle.stat();
+      if (size > MAX_CONFIG_FILE_BYTES) return { ok: false, issues: [{ file, path: [], message: `the config file is larger than ${MAX_CONFIG_FILE_BYTES} bytes` }] };
+      text = await handle.readFile("utf8");
+    } finally {
+      await handle.close();
+    }
   } catch (error) {
     const reason = (error as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (error as Error).message;
     return { ok: false, issues: [{ file, path: [], message: `cannot read the config file: ${reason}` }] };
   }
   const source = readSource(text, file);
   if (!source.ok) return source;
-  return parseAgentConfig(source.document.value, file, source.document.lineOf);
+  const { lineOf } = source.document;
+  const translation = translateConfig(source.document.value);
+  const refused = translation.issues.map((issue) => ({ ...issue, file, line: lineOf(issue.path) }));
+  const checked = parseAgentConfig(translation.value, file, lineOf, translation.sourcePath);
+  const issues = [...refused, ...(checked.ok ? [] : checked.issues)];
+  if (issues.length > 0 || !checked.ok) return { ok: false, issues: sortIssues(issues) };
+  return { ok: true, file: { file, format: translation.format, value: translation.value, config: checked.config } };
+}
+
+/** Reads one config file (the single-file form of {@link readConfigFiles}). */
+export async function loadAgentConfig(file: string): Promise<ConfigResult> {
+  const read = await readConfigFile(file);
+  return read.ok ? { ok: true, config: read.file.config } : read;
+}
+
+/**
+ * Merges config files as ngrok does: a later file's settings replace an earlier one's, tunnels merge by
+ * name (a later definition of a name replaces the earlier one). Answers the merged value, unvalidated.
+ */
+export function mergeConfigValues(values: ReadonlyArray<Record<string, unknown>>): Record<string, unknown> {
+  const merged: Record<string, unknown> = {};
+  for (const value of values) {
+    for (const [key, entry] of Object.entries(value)) {
+      merged[key] = key === "tunnels" && isMap(entry) && isMap(merged.tunnels) ? { ...merged.tunnels, ...entry } : entry;
+    }
+  }
+  return merged;
 }
 
 export type DefinitionResult = { ok: true; tunnel: NamedTunnelDefinition } | { ok: false; message: string };

@@ -72,8 +72,23 @@ const webAddrSchema = z.union([z.literal(false), z.string()], { error: "must be 
   if (!match || Number(match[2]) > 65535) ctx.addIssue({ code: "custom", message: "must be host:port (e.g. 127.0.0.1:4040), or false to turn the agent API off" });
 });
 
+/** Most tunnels one config (all files merged) may define. */
+export const MAX_TUNNELS = 100;
+
+/** `log`: stdout, stderr, false (no log) or a file path. */
+export const logDestinationSchema = z.union([z.literal(false), z.string({ error: "must be stdout, stderr, false or a file path" })], { error: "must be stdout, stderr, false or a file path" }).superRefine((value, ctx) => {
+  if (value === false) return;
+  if (value.length === 0 || value.length > 4096) ctx.addIssue({ code: "custom", message: "must be stdout, stderr, false or a file path of 1 to 4096 characters" });
+});
+
+export const LOG_FORMATS = ["logfmt", "json", "term"] as const;
+export const LOG_LEVELS = ["debug", "info", "warn", "error", "crit"] as const;
+
+/** ngrok's `--region`: accepted and recorded (the edge, not the agent, decides where traffic enters). */
+export const regionSchema = z.string({ error: "must be a string" }).regex(/^[a-z0-9-]{1,32}$/, "must be 1 to 32 of a-z, 0-9 and '-' (e.g. us, eu)");
+
 export const agentConfigSchema = z.strictObject({
-  version: z.union([z.literal(1), z.literal("1")], { error: 'must be 1 (or "1")' }).optional(),
+  version: z.union([z.literal(1), z.literal("1")], { error: 'must be 1 (Tollgate\'s format), or 2 or 3 (ngrok\'s)' }).optional(),
   server_addr: z
     .string({ error: "must be a URL" })
     .refine((value) => /^(https?|wss?):\/\/[^\s/]+\/?$/i.test(value), "must be the edge's URL, e.g. http://127.0.0.1:8787 or https://edge.example.com")
@@ -87,8 +102,16 @@ export const agentConfigSchema = z.strictObject({
     .min(0, "must be 0 (the default, 50 MB) or more")
     .default(0),
   metadata: z.string({ error: "must be a string" }).max(4096, "must be at most 4096 characters").optional(),
+  /** Where log lines go (default: none; the status screen shows on a terminal). */
+  log: logDestinationSchema.optional(),
+  log_format: z.enum(LOG_FORMATS, { error: 'must be one of "logfmt", "json", "term"' }).default("logfmt"),
+  log_level: z.enum(LOG_LEVELS, { error: 'must be one of "debug", "info", "warn", "error", "crit"' }).default("info"),
+  /** The status screen: on a terminal only (iftty, the default), never (false) or always (true). */
+  console_ui: z.union([z.boolean(), z.literal("iftty")], { error: 'must be true, false or "iftty"' }).default("iftty"),
+  region: regionSchema.optional(),
   tunnels: z
     .record(tunnelNameSchema, tunnelDefinitionSchema, { error: "must be a map of tunnel name to tunnel definition" })
+    .refine((tunnels) => Object.keys(tunnels).length <= MAX_TUNNELS, `must define at most ${MAX_TUNNELS} tunnels`)
     .default({}),
 });
 

@@ -1,6 +1,6 @@
 /**
- * What the agent shows while it runs: on a terminal a live status screen (session, forwarding, connection
- * counts and rates), redrawn in place; anywhere else one log line (logfmt) per session or tunnel change.
+ * The live status screen the agent shows on a terminal (session, forwarding, connection counts and rates),
+ * redrawn in place. Log lines are agent-log.ts.
  */
 
 import type { Agent } from "../agent.ts";
@@ -11,14 +11,6 @@ export interface StatusStream {
   write(text: string): unknown;
   readonly isTTY?: boolean;
   readonly columns?: number;
-}
-
-/** logfmt: key=value, quoting values with spaces or quotes. */
-export function logLine(level: "info" | "warn" | "error", msg: string, fields: Record<string, string | number | undefined> = {}, now = new Date()): string {
-  const quote = (value: string) => (/[\s"=]/.test(value) || value === "" ? JSON.stringify(value) : value);
-  const parts = [`t=${now.toISOString()}`, `lvl=${level}`, `msg=${quote(msg)}`];
-  for (const [key, value] of Object.entries(fields)) if (value !== undefined) parts.push(`${key}=${quote(String(value))}`);
-  return `${parts.join(" ")}\n`;
 }
 
 function pad(text: string, width: number): string {
@@ -84,56 +76,26 @@ function forwarding(tunnel: Tunnel): string {
   }
 }
 
-/** Shows the agent on `stream` until the returned function is called (which restores the terminal). */
-export function showStatus(agent: Agent, stream: StatusStream, { tty = stream.isTTY === true }: { tty?: boolean } = {}): () => void {
-  if (tty) {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const draw = () => {
-      timer = undefined;
-      stream.write(`\x1b[H\x1b[2J${renderStatus(agent, stream.columns || 80)}`);
-    };
-    const soon = () => {
-      timer ??= setTimeout(draw, 100);
-    };
-    stream.write("\x1b[?1049h\x1b[?25l");
-    draw();
-    const ticker = setInterval(draw, 1000);
-    const offStatus = agent.session.onStatus(soon);
-    const offTunnels = agent.tunnels.onChange(soon);
-    return () => {
-      clearInterval(ticker);
-      clearTimeout(timer);
-      offStatus();
-      offTunnels();
-      stream.write("\x1b[?25h\x1b[?1049l");
-    };
-  }
-
-  let lastState = "";
-  const offStatus = agent.session.onStatus((status) => {
-    if (status.state === lastState) return;
-    lastState = status.state;
-    if (status.state === "online") {
-      stream.write(logLine("info", "session online", { id: status.sessionId, region: status.region, edge: agent.config.server_addr, api: agent.apiUrl }));
-    } else if (status.state === "refused") {
-      stream.write(logLine("error", "edge refused the agent", { err: status.lastError }));
-    } else if (status.state !== "closed") {
-      const retry = status.nextAttemptAt ? `${((status.nextAttemptAt.getTime() - Date.now()) / 1000).toFixed(1)}s` : undefined;
-      stream.write(logLine("warn", `session ${status.state}`, { err: status.lastError, retry_in: retry }));
-    }
-  });
-  const lastTunnel = new Map<string, string>();
-  const offTunnels = agent.tunnels.onChange((tunnel) => {
-    const key = `${tunnel.state} ${tunnel.publicUrl ?? ""}`;
-    if (lastTunnel.get(tunnel.name) === key) return;
-    lastTunnel.set(tunnel.name, key);
-    if (tunnel.state === "online") stream.write(logLine("info", "tunnel online", { name: tunnel.name, url: tunnel.publicUrl, addr: tunnel.addr, id: tunnel.id }));
-    else if (tunnel.state === "failed") stream.write(logLine("error", "tunnel failed", { name: tunnel.name, err: tunnel.error }));
-    else if (tunnel.state === "offline") stream.write(logLine("warn", "tunnel offline", { name: tunnel.name, err: tunnel.error }));
-    else if (tunnel.state === "stopped") stream.write(logLine("info", "tunnel stopped", { name: tunnel.name, url: tunnel.publicUrl }));
-  });
+/** Shows the live status screen on `stream` until the returned function is called (which restores the terminal). */
+export function showStatus(agent: Agent, stream: StatusStream): () => void {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const draw = () => {
+    timer = undefined;
+    stream.write(`\x1b[H\x1b[2J${renderStatus(agent, stream.columns || 80)}`);
+  };
+  const soon = () => {
+    timer ??= setTimeout(draw, 100);
+  };
+  stream.write("\x1b[?1049h\x1b[?25l");
+  draw();
+  const ticker = setInterval(draw, 1000);
+  const offStatus = agent.session.onStatus(soon);
+  const offTunnels = agent.tunnels.onChange(soon);
   return () => {
+    clearInterval(ticker);
+    clearTimeout(timer);
     offStatus();
     offTunnels();
+    stream.write("\x1b[?25h\x1b[?1049l");
   };
 }
