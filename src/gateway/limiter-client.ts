@@ -9,7 +9,8 @@ import type { Env } from "../env.ts";
 import { bucketId } from "../limiter/bucket-id.ts";
 import { IsolateBuckets, LEASE_MS } from "../limiter/isolate-buckets.ts";
 import type { LeaseDecision, WindowSpec } from "../limiter/sliding-window.ts";
-import type { BucketRef, CountResult, RateLimitCounter } from "../policy/exchange.ts";
+import type { ActionServices, BucketRef, CountResult, RateLimitCounter } from "../policy/exchange.ts";
+import { analyticsDataset, decisionSink } from "./decision-sink.ts";
 
 export const DEFAULT_TIMEOUT_MS = 1000;
 
@@ -34,7 +35,7 @@ export function durableObjectCounter(env: Env, ingress: string, buckets: Isolate
       // Whatever a client put in the key (a 60 KB header), the isolate and the object see 43 characters.
       const id = await bucketId({ ingress, ...bucket });
       const consulted = buckets.consult(id);
-      if ("decision" in consulted) return { ok: true, decision: consulted.decision };
+      if ("decision" in consulted) return { ok: true, decision: consulted.decision, bucketId: id };
       let answer: LeaseDecision;
       try {
         const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(id));
@@ -46,9 +47,18 @@ export function durableObjectCounter(env: Env, ingress: string, buckets: Isolate
           ok: false,
           code: timedOut ? "ERR_RATE_LIMIT_TIMEOUT" : "ERR_RATE_LIMIT_UNAVAILABLE",
           message: timedOut ? (error as Error).message : `the rate limiter failed: ${(error as Error).message}`,
+          bucketId: id,
         };
       }
-      return { ok: true, decision: buckets.settle(id, consulted.sent, answer) };
+      return { ok: true, decision: buckets.settle(id, consulted.sent, answer), bucketId: id };
     },
+  };
+}
+
+/** What the gateway gives a request's policy run: the counter, and the sink its decisions and logs go to. */
+export function rateLimitServices(env: Env, ingress: string, buckets: IsolateBuckets): ActionServices {
+  return {
+    counter: durableObjectCounter(env, ingress, buckets),
+    decisions: decisionSink({ ingress, log: buckets.decisionLog, dataset: analyticsDataset(env) }),
   };
 }

@@ -8,7 +8,8 @@ import { initialVars, type ActionServices, type Exchange } from "../policy/excha
 import type { IsolateBuckets } from "../limiter/isolate-buckets.ts";
 import type { CompiledPolicyCache } from "../tunnels/policy-cache.ts";
 import { ingressId } from "./ingress.ts";
-import { durableObjectCounter } from "./limiter-client.ts";
+import { withRateLimitFields } from "../policy/rate-limit-fields.ts";
+import { rateLimitServices } from "./limiter-client.ts";
 import type { RouteTable } from "./route-table.ts";
 import { dispatch, type UpstreamHandlers } from "./upstream.ts";
 import { withCircuitBreaker } from "./modules/breaker-client.ts";
@@ -48,20 +49,20 @@ export async function runThroughPolicy(request: Request, env: Env, isolate: Isol
     request: { method: request.method, url, host: url.hostname, headers: new Headers(request.headers) },
     vars: initialVars(),
   };
-  const services: ActionServices = { counter: durableObjectCounter(env, ingressId(env, request), isolate.buckets) };
+  const services: ActionServices = rateLimitServices(env, ingressId(env, request), isolate.buckets);
 
   const rejected = await runPhase(target.policy.inbound, exchange, services);
-  if (rejected) return rejected;
+  if (rejected) return withRateLimitFields(rejected, exchange);
   const response = await target.forward(request, exchange);
-  if (target.policy.outbound.length === 0 || response.webSocket) return response;
+  if (target.policy.outbound.length === 0 || response.webSocket) return withRateLimitFields(response, exchange);
 
   exchange.response = { status: response.status, headers: new Headers(response.headers) };
   const replaced = await runPhase(target.policy.outbound, exchange, services);
   if (replaced) {
     await response.body?.cancel();
-    return replaced;
+    return withRateLimitFields(replaced, exchange);
   }
-  return new Response(response.body, { status: response.status, statusText: response.statusText, headers: exchange.response.headers });
+  return withRateLimitFields(new Response(response.body, { status: response.status, statusText: response.statusText, headers: exchange.response.headers }), exchange);
 }
 
 /** Serves a request addressed to a route of policies/gateway.yaml. */

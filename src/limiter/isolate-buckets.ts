@@ -9,6 +9,7 @@
  * bytes: past `maxBytes` the least recently used bucket is forgotten, which only costs an object call.
  */
 
+import { DecisionLog } from "./decision-log.ts";
 import type { LeaseDecision, WindowDecision } from "./sliding-window.ts";
 
 /** Longest bucket id accepted: ids are hashes (43 characters of base64url for SHA-256), never raw keys. */
@@ -37,6 +38,9 @@ interface BucketMemory {
   epoch: number;
   seenThisEpoch: number;
   seenLastEpoch: number;
+  /** What the object last said: admissions it had not handed out, and when more would become available. */
+  objectRemaining: number;
+  refillAt: number;
 }
 
 export interface BucketStats {
@@ -53,16 +57,25 @@ export interface IsolateBucketsOptions {
 /** Memory answered (`decision`), or the object must be asked for `want` admissions at time `sent`. */
 export type Consultation = { readonly decision: WindowDecision } | { readonly want: number; readonly sent: number };
 
-const leasedAdmission = (remaining: number): WindowDecision => ({ allowed: true, remaining, retryAfterMs: 0, resetMs: 0 });
+/**
+ * A decision answered with a leased admission. `remaining` is what the object had not handed out when it
+ * last answered plus what this isolate still holds leased: the same count an object answer carries.
+ */
+function leasedAdmission(memory: BucketMemory, now: number): WindowDecision {
+  return { allowed: true, remaining: memory.objectRemaining + memory.slots, retryAfterMs: 0, resetMs: 0, refillMs: Math.max(0, memory.refillAt - now) };
+}
 
 export class IsolateBuckets {
   readonly stats: BucketStats = { objectCalls: 0, cachedRejections: 0, leasedAdmissions: 0 };
   readonly now: () => number;
+  /** Which limited decisions get a log line (one per bucket per second), on the same clock. */
+  readonly decisionLog: DecisionLog;
   private readonly maxEntries: number;
   private readonly buckets = new Map<string, BucketMemory>();
 
   constructor({ now = Date.now, maxBytes = BUCKET_MEMORY_BYTES }: IsolateBucketsOptions = {}) {
     this.now = now;
+    this.decisionLog = new DecisionLog({ now });
     this.maxEntries = Math.max(1, Math.floor(maxBytes / BUCKET_ENTRY_BYTES));
   }
 
@@ -76,17 +89,20 @@ export class IsolateBuckets {
     const memory = this.memoryOf(id);
     const sent = this.now();
     const want = observe(memory, sent);
-    if (this.takeLeased(memory, sent)) return { decision: leasedAdmission(memory.slots) };
+    if (this.takeLeased(memory, sent)) return { decision: leasedAdmission(memory, sent) };
     if (memory.blockedUntil > sent) {
       this.stats.cachedRejections++;
       const wait = memory.blockedUntil - sent;
-      return { decision: { allowed: false, remaining: 0, retryAfterMs: wait, resetMs: wait } };
+      return { decision: { allowed: false, remaining: 0, retryAfterMs: wait, resetMs: wait, refillMs: wait } };
     }
     this.stats.objectCalls++;
     return { want, sent };
   }
 
-  /** Takes in the object's answer to a request sent at `sent`, and returns that request's decision. */
+  /**
+   * Takes in the object's answer to a request sent at `sent`, and returns that request's decision; its
+   * `remaining` counts the admissions this isolate holds leased too (see `leasedAdmission`).
+   */
   settle(id: string, sent: number, answer: LeaseDecision): WindowDecision {
     const memory = this.memoryOf(id);
     const { granted, ...decision } = answer;
@@ -100,10 +116,14 @@ export class IsolateBuckets {
         memory.useBy = keepOld ? Math.min(memory.useBy, useBy) : useBy;
       }
       memory.blockedUntil = 0;
-      return decision;
+      memory.objectRemaining = decision.remaining;
+      memory.refillAt = now + decision.refillMs;
+      const held = memory.slots > 0 && now < memory.useBy ? memory.slots : 0;
+      return held > 0 ? { ...decision, remaining: decision.remaining + held } : decision;
     }
     // Admissions leased by an earlier answer are already counted: use them before saying no.
-    if (this.takeLeased(memory, now)) return leasedAdmission(memory.slots);
+    memory.objectRemaining = 0;
+    if (this.takeLeased(memory, now)) return leasedAdmission(memory, now);
     memory.blockedUntil = now + decision.retryAfterMs;
     return decision;
   }
@@ -118,7 +138,7 @@ export class IsolateBuckets {
       return memory;
     }
     if (this.buckets.size >= this.maxEntries) this.buckets.delete(this.buckets.keys().next().value!);
-    memory = { blockedUntil: 0, slots: 0, useBy: 0, epoch: 0, seenThisEpoch: 0, seenLastEpoch: 0 };
+    memory = { blockedUntil: 0, slots: 0, useBy: 0, epoch: 0, seenThisEpoch: 0, seenLastEpoch: 0, objectRemaining: 0, refillAt: 0 };
     this.buckets.set(id, memory);
     return memory;
   }

@@ -39,6 +39,11 @@ export interface WindowDecision {
   readonly retryAfterMs: number;
   /** Milliseconds until every admission counted now has left the window. */
   readonly resetMs: number;
+  /**
+   * Milliseconds until the oldest admission counted now leaves the window, so that `remaining` grows
+   * (when rejected: the same as `retryAfterMs`). The `t` of the RateLimit header field.
+   */
+  readonly refillMs: number;
 }
 
 export const emptyWindow: WindowState = { subWindows: [] };
@@ -74,7 +79,8 @@ function waitUntilBelowCapacity(subWindows: readonly SubWindow[], now: number, s
 /** Decides one request at `now` and returns the next state (unchanged when it is rejected). */
 export function hit(state: WindowState, now: number, spec: WindowSpec): { decision: WindowDecision; state: WindowState } {
   const { decision, state: next } = take(state, now, spec, 1, 0);
-  return { decision: { allowed: decision.allowed, remaining: decision.remaining, retryAfterMs: decision.retryAfterMs, resetMs: decision.resetMs }, state: next };
+  const { allowed, remaining, retryAfterMs, resetMs, refillMs } = decision;
+  return { decision: { allowed, remaining, retryAfterMs, resetMs, refillMs }, state: next };
 }
 
 export interface LeaseDecision extends WindowDecision {
@@ -110,7 +116,7 @@ export function take(
   if (counted >= spec.capacity) {
     const retryAfterMs = waitUntilBelowCapacity(current, now, spec);
     return {
-      decision: { allowed: false, granted: 0, remaining: 0, retryAfterMs, resetMs: resetAfter(current, now, spec) },
+      decision: { allowed: false, granted: 0, remaining: 0, retryAfterMs, resetMs: resetAfter(current, now, spec), refillMs: retryAfterMs },
       state: { subWindows: current },
     };
   }
@@ -126,6 +132,7 @@ export function take(
       remaining: room - 1 - leased,
       retryAfterMs: 0,
       resetMs: resetAfter(next, now, spec),
+      refillMs: next[0].end + spec.windowMs - now,
     },
     state: { subWindows: next },
   };

@@ -6,7 +6,8 @@ import { measureDocument } from "./document-bounds.ts";
 import type { Phase } from "./exchange.ts";
 import { formatPath, type PathSegment, type PolicyIssue } from "./issues.ts";
 import { MAX_OPERATOR_POLICY_BYTES, MAX_PATTERNS_PER_POLICY, MAX_POLICY_BYTES, MAX_POLICY_EXPRESSION_CHARS } from "./limits.ts";
-import { actionDefinitions, trafficPolicySchema, type EntryDocument } from "./schema.ts";
+import { MAX_RATELIMIT_HEADER_ACTIONS } from "./rate-limit-fields.ts";
+import { actionDefinitions, PHASE_KEYS, trafficPolicySchema, type EntryDocument } from "./schema.ts";
 import { readSource } from "./source.ts";
 import { fromZodIssues } from "./zod-issues.ts";
 
@@ -51,9 +52,14 @@ export function compilePolicy(value: unknown, options: CompileOptions = {}): Com
   // Size and depth first, without recursion: everything after this may walk the document recursively.
   const measured = measureDocument(value ?? {}, options.origin === "operator" ? MAX_OPERATOR_POLICY_BYTES : MAX_POLICY_BYTES);
   if (!measured.ok) return at(measured.path, measured.message);
+  const mixed = mixedPhaseKey(value);
+  if (mixed) return at([mixed], "cannot be mixed with inbound/outbound in one document: use on_http_request/on_http_response or inbound/outbound");
   const parsed = trafficPolicySchema.safeParse(value ?? {});
   if (!parsed.success) return { ok: false, issues: fromZodIssues(parsed.error.issues, value, place, prefix) };
-  const expressionChars = [...(parsed.data.inbound ?? []), ...(parsed.data.outbound ?? [])]
+  const style = parsed.data.on_http_request !== undefined || parsed.data.on_http_response !== undefined ? "ngrok" : "tollgate";
+  const keys = PHASE_KEYS[style];
+  const documentEntries = { inbound: parsed.data[keys.inbound] ?? [], outbound: parsed.data[keys.outbound] ?? [] };
+  const expressionChars = [...documentEntries.inbound, ...documentEntries.outbound]
     .flatMap((entry) => entry.expressions ?? [])
     .reduce((sum, source) => sum + source.length, 0);
   if (expressionChars > MAX_POLICY_EXPRESSION_CHARS) {
@@ -61,33 +67,50 @@ export function compilePolicy(value: unknown, options: CompileOptions = {}): Com
   }
 
   const issues: PolicyIssue[] = [];
-  const compilePhase = (phase: Phase, entries: readonly EntryDocument[] = []): CompiledEntry[] =>
+  let headerActions = 0;
+  const compilePhase = (phase: Phase, entries: readonly EntryDocument[]): CompiledEntry[] =>
     entries.map((entry, entryIndex) => {
+      // Paths name the phase as the document does; names derived from positions use the canonical phase,
+      // so a document behaves (and counts in the same buckets) whichever style it is written in.
+      const documentPath = [...prefix, keys[phase], entryIndex];
       const expressions: CompiledExpression[] = [];
       (entry.expressions ?? []).forEach((source, index) => {
         const result = compileExpression(source, phase);
         if (result.ok) expressions.push(result.expression);
         else {
-          const path = [...prefix, phase, entryIndex, "expressions", index];
+          const path = [...documentPath, "expressions", index];
           issues.push({ ...place(path), path, message: result.message });
         }
       });
       const actions = (entry.actions as Array<{ type: string; config?: unknown }>).map((action, actionIndex) => {
         const definition = actionDefinitions.get(action.type)!;
         const position = formatPath([phase, entryIndex, "actions", actionIndex]);
-        return definition.compile(definition.config.parse(action.config ?? {}), { phase, position });
+        const config = definition.config.parse(action.config ?? {}) as { ratelimit_headers?: boolean };
+        if (config.ratelimit_headers === true && ++headerActions === MAX_RATELIMIT_HEADER_ACTIONS + 1) {
+          const path = [...documentPath, "actions", actionIndex, "config", "ratelimit_headers"];
+          issues.push({ ...place(path), path, message: `exceeds the limit of ${MAX_RATELIMIT_HEADER_ACTIONS} rate-limit actions with ratelimit_headers per policy` });
+        }
+        return definition.compile(config, { phase, position });
       });
       return Object.freeze({ name: entry.name, expressions, actions });
     });
 
   const policy = Object.freeze({
-    inbound: Object.freeze(compilePhase("inbound", parsed.data.inbound)),
-    outbound: Object.freeze(compilePhase("outbound", parsed.data.outbound)),
+    inbound: Object.freeze(compilePhase("inbound", documentEntries.inbound)),
+    outbound: Object.freeze(compilePhase("outbound", documentEntries.outbound)),
   });
   if (issues.length > 0) return { ok: false, issues };
   const patterns = [...policy.inbound, ...policy.outbound].flatMap((entry) => entry.expressions).reduce((sum, e) => sum + e.patterns, 0);
   if (patterns > MAX_PATTERNS_PER_POLICY) return at([], `matches() patterns exceed the limit of ${MAX_PATTERNS_PER_POLICY} per policy (have ${patterns})`);
   return { ok: true, policy, bytes: measured.bytes };
+}
+
+/** The ngrok-style phase key of a document that also has a Tollgate-style one, if it mixes them. */
+function mixedPhaseKey(value: unknown): string | undefined {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return undefined;
+  const has = (key: string) => Object.hasOwn(value, key);
+  if (!Object.values(PHASE_KEYS.tollgate).some(has)) return undefined;
+  return Object.values(PHASE_KEYS.ngrok).find(has);
 }
 
 /** Reads and compiles one operator policy file (YAML or JSON) from policies/. */

@@ -2,6 +2,7 @@
 
 import type { WindowDecision, WindowSpec } from "../limiter/sliding-window.ts";
 
+/** The two phases, by their canonical names (documents may call them on_http_request / on_http_response). */
 export type Phase = "inbound" | "outbound";
 
 export interface ExchangeRequest {
@@ -21,6 +22,7 @@ export interface ExchangeResponse {
 
 export interface RateLimitVars {
   bucket_key: string;
+  /** Over the limit: answered 429, or would have with `enforce: false`. */
   limited: boolean;
   error: { code: string; message: string };
 }
@@ -30,6 +32,18 @@ export interface ActionVars {
   rate_limit: RateLimitVars;
 }
 
+/** One member of the RateLimit-Policy and RateLimit header fields, from one rate-limit decision. */
+export interface RateLimitField {
+  /** The policy's name: the action's `name`, printable ASCII (validated at load). */
+  readonly policy: string;
+  /** `q`: capacity; `w`: window in seconds. */
+  readonly quota: number;
+  readonly windowSeconds: number;
+  /** `r`: remaining quota; `t`: seconds until more is available. */
+  readonly remaining: number;
+  readonly resetSeconds: number;
+}
+
 export interface Exchange {
   /** Namespace of rate-limit buckets: the route or tunnel this traffic belongs to. */
   readonly scope: string;
@@ -37,6 +51,8 @@ export interface Exchange {
   readonly request: ExchangeRequest;
   response?: ExchangeResponse;
   readonly vars: ActionVars;
+  /** RateLimit header members collected by rate-limit actions with `ratelimit_headers: true`, in order. */
+  rateLimitFields?: RateLimitField[];
 }
 
 export function initialVars(): ActionVars {
@@ -50,16 +66,46 @@ export interface BucketRef {
   readonly key: string;
 }
 
+/** `bucketId`: the bucket's fixed-size id (a hash) when the counter names buckets by one. */
 export type CountResult =
-  | { readonly ok: true; readonly decision: WindowDecision }
-  | { readonly ok: false; readonly code: string; readonly message: string };
+  | { readonly ok: true; readonly decision: WindowDecision; readonly bucketId?: string }
+  | { readonly ok: false; readonly code: string; readonly message: string; readonly bucketId?: string };
 
 /** Counts requests in buckets; never throws: failures come back as `ok: false`. */
 export interface RateLimitCounter {
   count(bucket: BucketRef, spec: WindowSpec): Promise<CountResult>;
 }
 
+export type RateLimitOutcome = "allowed" | "limited" | "shadow_limited" | "error";
+
+/** One rate-limit decision, as the gateway logs it and writes it to analytics. */
+export interface RateLimitEvent {
+  /** Route or tunnel (the bucket scope), action name, and the bucket key as `actions.svc.rate_limit.bucket_key` shows it. */
+  readonly scope: string;
+  readonly action: string;
+  readonly bucketKey: string;
+  readonly bucketId?: string;
+  readonly enforce: boolean;
+  readonly outcome: RateLimitOutcome;
+  readonly capacity: number;
+  readonly windowMs: number;
+  readonly remaining: number;
+  /** Whole seconds, as in retry-after; 0 unless limited. */
+  readonly retryAfter: number;
+  /** Why counting failed; '' unless the outcome is error. */
+  readonly errorCode: string;
+}
+
+/** Where decisions and `log` action records go; the gateway bounds both (see src/gateway/limiter-client.ts). */
+export interface DecisionSink {
+  rateLimit(event: RateLimitEvent): void;
+  /** One structured record of a `log` action. */
+  log(record: Readonly<Record<string, unknown>>): void;
+}
+
 /** What actions may use besides the exchange. */
 export interface ActionServices {
   readonly counter: RateLimitCounter;
+  /** Absent: decisions are not reported and `log` records go to console.log as JSON lines. */
+  readonly decisions?: DecisionSink;
 }

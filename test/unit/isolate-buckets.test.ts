@@ -70,9 +70,9 @@ describe("isolate bucket memory", () => {
     const buckets = new IsolateBuckets({ now: () => now });
     const first = buckets.consult("b");
     expect(first).toEqual({ want: 1, sent: 0 });
-    expect(buckets.settle("b", 0, { allowed: false, granted: 0, remaining: 0, retryAfterMs: 42_000, resetMs: 60_000 })).toMatchObject({ allowed: false, retryAfterMs: 42_000 });
+    expect(buckets.settle("b", 0, { allowed: false, granted: 0, remaining: 0, retryAfterMs: 42_000, resetMs: 60_000, refillMs: 42_000 })).toMatchObject({ allowed: false, retryAfterMs: 42_000 });
     now = 2_000;
-    expect(buckets.consult("b")).toEqual({ decision: { allowed: false, remaining: 0, retryAfterMs: 40_000, resetMs: 40_000 } });
+    expect(buckets.consult("b")).toEqual({ decision: { allowed: false, remaining: 0, retryAfterMs: 40_000, resetMs: 40_000, refillMs: 40_000 } });
     now = 42_000;
     expect(buckets.consult("b")).toMatchObject({ sent: 42_000 });
     expect(buckets.stats).toEqual({ objectCalls: 2, cachedRejections: 1, leasedAdmissions: 0 });
@@ -83,13 +83,13 @@ describe("isolate bucket memory", () => {
     const buckets = new IsolateBuckets({ now: () => now });
     for (let i = 0; i < 10; i++) {
       const consulted = buckets.consult("b");
-      if ("want" in consulted) buckets.settle("b", consulted.sent, { allowed: true, granted: 1, remaining: 100, retryAfterMs: 0, resetMs: 0 });
+      if ("want" in consulted) buckets.settle("b", consulted.sent, { allowed: true, granted: 1, remaining: 100, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 });
       now += 50;
     }
     now = LEASE_MS;
     const consulted = buckets.consult("b");
     expect(consulted).toEqual({ want: 10, sent: LEASE_MS });
-    buckets.settle("b", LEASE_MS, { allowed: true, granted: 10, remaining: 90, retryAfterMs: 0, resetMs: 0 });
+    buckets.settle("b", LEASE_MS, { allowed: true, granted: 10, remaining: 90, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 });
     for (let i = 0; i < 9; i++) expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } });
     expect(buckets.consult("b")).toMatchObject({ want: 10 });
     expect(buckets.stats.leasedAdmissions).toBe(9);

@@ -85,9 +85,18 @@ describe("JSON Schemas for editors", () => {
     }
   });
 
+  it("the traffic policy schema offers both phase styles, the same entries in each, and forbids mixing them", () => {
+    const schema = JSON.parse(jsonSchemas()["traffic-policy.schema.json"]);
+    for (const key of ["inbound", "outbound", "on_http_request", "on_http_response"]) {
+      expect(schema.properties[key].items).toEqual({ $ref: "#/$defs/TrafficPolicyEntry" });
+    }
+    expect(schema.not.anyOf).toContainEqual({ required: ["inbound", "on_http_request"] });
+    expect(schema.not.anyOf).toHaveLength(4);
+  });
+
   it("the traffic policy schema lists every action type", () => {
     const schema = JSON.parse(jsonSchemas()["traffic-policy.schema.json"]);
-    const types = schema.properties.inbound.items.properties.actions.items.oneOf.map(
+    const types = schema.$defs.TrafficPolicyEntry.properties.actions.items.oneOf.map(
       (option: { properties: { type: { const: string } } }) => option.properties.type.const,
     );
     expect(types.sort()).toEqual(["add-headers", "custom-response", "deny", "rate-limit", "remove-headers"]);

@@ -42,7 +42,7 @@ describe("admitting up to capacity", () => {
     const { state } = replay([T0, T0 + 10_000, T0 + 20_000], MINUTE);
     const { decision } = hit(state, T0 + 30_000, MINUTE);
     // the first admission's sub-window [T0, T0+1s) stops counting at T0 + 1s + 60s
-    expect(decision).toEqual({ allowed: false, remaining: 0, retryAfterMs: 31_000, resetMs: 51_000 });
+    expect(decision).toEqual({ allowed: false, remaining: 0, retryAfterMs: 31_000, resetMs: 51_000, refillMs: 31_000 });
   });
 
   it("after the capacity is lowered, the wait covers as many sub-windows as it takes to get under it", () => {

@@ -1,10 +1,14 @@
-/** `rate-limit`: counts the request in its bucket's sliding window; over capacity it answers 429 with retry-after. */
+/**
+ * `rate-limit`: counts the request in its bucket's sliding window; over capacity it answers 429 with
+ * retry-after, or with `enforce: false` only says so (`actions.svc.rate_limit.limited`) and lets it pass.
+ */
 
 import { z } from "zod";
 import { ErrorCode, ServiceError } from "../../errors.ts";
 import { clientIpBucket } from "../client-ip-bucket.ts";
-import type { Exchange } from "../exchange.ts";
+import type { Exchange, RateLimitEvent, RateLimitOutcome } from "../exchange.ts";
 import { parseDuration } from "../duration.ts";
+import { isRateLimitPolicyName, MAX_RATELIMIT_POLICY_NAME } from "../rate-limit-fields.ts";
 import { defineAction } from "./action.ts";
 
 export const MAX_CAPACITY = 2_000_000_000;
@@ -36,35 +40,54 @@ const rateSchema = z.string({ error: "must be a duration string such as 60s, 10m
   else if (ms > MAX_RATE_MS) ctx.addIssue({ code: "custom", message: "must be at most 24h" });
 });
 
-export const rateLimitConfig = z.strictObject({
-  name: z
-    .string()
-    .min(1, "must not be empty")
-    .max(1023, "must be shorter than 1024 characters")
-    .optional()
-    .describe("Names the buckets; differently named rate-limit actions count separately. Default: the action's position."),
-  algorithm: z
-    .literal("sliding_window", { error: "must be sliding_window" })
-    .default("sliding_window")
-    .describe("Counting algorithm; only sliding_window is supported."),
-  capacity: z
-    .number({ error: (issue) => (issue.input === undefined ? "is required" : "must be an integer") })
-    .int("must be an integer")
-    .min(1, "must be at least 1")
-    .max(MAX_CAPACITY, `must be at most ${MAX_CAPACITY}`)
-    .describe("Requests a bucket admits within any window of `rate`."),
-  rate: rateSchema.describe("Window length: a duration string, a multiple of 10s from 60s to 24h."),
-  bucket_key: z
-    .array(
-      z.string().refine((expression) => bucketKeyReader(expression) !== undefined, {
-        message: "must be req.host, conn.client_ip, req.headers['<lowercase-name>'] or getReqHeader('<Header-Name>')",
-      }),
-    )
-    .min(1, "must have at least 1 element")
-    .max(10, "must have at most 10 elements")
-    .optional()
-    .describe("Values that name the bucket; default [conn.client_ip]."),
-});
+export const rateLimitConfig = z
+  .strictObject({
+    name: z
+      .string()
+      .min(1, "must not be empty")
+      .max(1023, "must be shorter than 1024 characters")
+      .optional()
+      .describe("Names the buckets; differently named rate-limit actions count separately. Default: the action's position."),
+    enforce: z
+      .boolean({ error: "must be a boolean" })
+      .default(true)
+      .describe("false: count and set actions.svc.rate_limit.limited, but let over-limit requests through (no 429)."),
+    algorithm: z
+      .literal("sliding_window", { error: "must be sliding_window" })
+      .default("sliding_window")
+      .describe("Counting algorithm; only sliding_window is supported."),
+    capacity: z
+      .number({ error: (issue) => (issue.input === undefined ? "is required" : "must be an integer") })
+      .int("must be an integer")
+      .min(1, "must be at least 1")
+      .max(MAX_CAPACITY, `must be at most ${MAX_CAPACITY}`)
+      .describe("Requests a bucket admits within any window of `rate`."),
+    rate: rateSchema.describe("Window length: a duration string, a multiple of 10s from 60s to 24h."),
+    bucket_key: z
+      .array(
+        z.string().refine((expression) => bucketKeyReader(expression) !== undefined, {
+          message: "must be req.host, conn.client_ip, req.headers['<lowercase-name>'] or getReqHeader('<Header-Name>')",
+        }),
+      )
+      .min(1, "must have at least 1 element")
+      .max(10, "must have at most 10 elements")
+      .optional()
+      .describe("Values that name the bucket; default [conn.client_ip]."),
+    ratelimit_headers: z
+      .boolean({ error: "must be a boolean" })
+      .default(false)
+      .describe("true: responses carry RateLimit-Policy and RateLimit header fields for this action (the IETF draft); off by default, as ngrok sends none."),
+  })
+  .refine((config) => !config.ratelimit_headers || config.name === undefined || isRateLimitPolicyName(config.name), {
+    path: ["name"],
+    message: `must be printable ASCII of at most ${MAX_RATELIMIT_POLICY_NAME} characters when ratelimit_headers is true (it names the policy in the RateLimit fields)`,
+  });
+
+/** How a counted decision turns out, given `enforce`. */
+function outcomeOf(allowed: boolean, enforce: boolean): RateLimitOutcome {
+  if (allowed) return "allowed";
+  return enforce ? "limited" : "shadow_limited";
+}
 
 export const rateLimitAction = defineAction({
   type: "rate-limit",
@@ -74,23 +97,46 @@ export const rateLimitAction = defineAction({
     const name = config.name ?? context.position;
     const readers = (config.bucket_key ?? ["conn.client_ip"]).map((expression) => bucketKeyReader(expression)!);
     const spec = { capacity: config.capacity, windowMs: parseDuration(config.rate)! };
+    const windowSeconds = spec.windowMs / 1000;
+    const { enforce, ratelimit_headers: headers } = config;
     return {
       type: "rate-limit",
-      async run(exchange, { counter }) {
+      async run(exchange, { counter, decisions }) {
         const parts = readers.map((read) => read(exchange));
         const key = parts.join(":");
         const vars = exchange.vars.rate_limit;
         vars.bucket_key = key;
         const result = await counter.count({ scope: exchange.scope, action: name, key: JSON.stringify(parts) }, spec);
+        const event = (outcome: RateLimitOutcome, remaining: number, retryAfter: number, errorCode = ""): RateLimitEvent => ({
+          scope: exchange.scope,
+          action: name,
+          bucketKey: key,
+          bucketId: result.bucketId,
+          enforce,
+          outcome,
+          capacity: spec.capacity,
+          windowMs: spec.windowMs,
+          remaining,
+          retryAfter,
+          errorCode,
+        });
         if (!result.ok) {
           vars.limited = false;
           vars.error = { code: result.code, message: result.message };
+          decisions?.rateLimit(event("error", 0, 0, result.code));
           return undefined;
         }
+        const { decision } = result;
         vars.error = { code: "", message: "" };
-        vars.limited = !result.decision.allowed;
-        if (result.decision.allowed) return undefined;
-        const retryAfter = Math.max(1, Math.ceil(result.decision.retryAfterMs / 1000));
+        vars.limited = !decision.allowed;
+        const retryAfter = decision.allowed ? 0 : Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+        decisions?.rateLimit(event(outcomeOf(decision.allowed, enforce), decision.remaining, retryAfter));
+        if (headers) {
+          // t: when more quota is available; on a rejection exactly the retry-after, as the draft asks.
+          const resetSeconds = decision.allowed ? Math.max(1, Math.ceil(decision.refillMs / 1000)) : retryAfter;
+          (exchange.rateLimitFields ??= []).push({ policy: name, quota: spec.capacity, windowSeconds, remaining: decision.remaining, resetSeconds });
+        }
+        if (decision.allowed || !enforce) return undefined;
         return new ServiceError(
           429,
           ErrorCode.rateLimited,

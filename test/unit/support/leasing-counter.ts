@@ -1,0 +1,27 @@
+/**
+ * A RateLimitCounter on the gateway's real path without workerd: the isolate's bucket memory (leases,
+ * cached rejections) in front of an in-memory "object" running `take`, all on one injected clock.
+ */
+
+import { bucketId } from "../../../src/limiter/bucket-id.ts";
+import { IsolateBuckets, LEASE_MS } from "../../../src/limiter/isolate-buckets.ts";
+import { emptyWindow, take, type WindowSpec, type WindowState } from "../../../src/limiter/sliding-window.ts";
+import type { BucketRef, CountResult, RateLimitCounter } from "../../../src/policy/exchange.ts";
+
+export class LeasingCounter implements RateLimitCounter {
+  readonly buckets: IsolateBuckets;
+  private readonly windows = new Map<string, WindowState>();
+
+  constructor(readonly clock: { now: number }) {
+    this.buckets = new IsolateBuckets({ now: () => clock.now });
+  }
+
+  async count(bucket: BucketRef, spec: WindowSpec): Promise<CountResult> {
+    const id = await bucketId({ ingress: "local", ...bucket });
+    const consulted = this.buckets.consult(id);
+    if ("decision" in consulted) return { ok: true, decision: consulted.decision, bucketId: id };
+    const { decision, state } = take(this.windows.get(id) ?? emptyWindow, this.clock.now, spec, consulted.want, LEASE_MS);
+    this.windows.set(id, state);
+    return { ok: true, decision: this.buckets.settle(id, consulted.sent, decision), bucketId: id };
+  }
+}
