@@ -6,8 +6,8 @@
  * node-fetch → whatwg-url → tr46 → `punycode`, and `require("punycode")` crashes this workerd build
  * (segmentation fault). So the tests use the client's own service classes (`lib/services.js`: every
  * request, query, body and response mapping the `Ngrok` properties run) on an HTTP layer configured as
- * the `Ngrok` constructor configures it (see `ngrokHttpClient`), with a fetch that adds
- * `Service-Version: 2` (the client sends its own version header name) and routes to SELF.
+ * the `Ngrok` constructor configures it (see `ngrokHttpClient`), with a fetch that routes to SELF and adds
+ * nothing: the client's own `Ngrok-Version: 2` is accepted as the version header.
  */
 
 import { SELF } from "cloudflare:test";
@@ -28,7 +28,6 @@ beforeAll(() => {
     fetch: async (input: RequestInfo, init?: RequestInit) => {
       const request = new Request(input, init);
       const headers = new Headers(request.headers);
-      headers.set("Service-Version", "2");
       const body = request.body ? await request.text() : "";
       sent.push({ method: request.method, url: request.url, body });
       return SELF.fetch(request.url, { method: request.method, headers, body: body === "" ? undefined : body });
@@ -51,6 +50,8 @@ function client(key: keyof typeof TEST_KEYS | { apiToken: string } = "devClient"
   return {
     botUsers: new services.BotUsers(http),
     tunnels: new services.Tunnels(http),
+    tunnelSessions: new services.TunnelSessions(http),
+    edges: { edgesHttps: new services.EdgesHTTPS(http), edgesHttpsRoutes: new services.EdgesHTTPSRoutes(http) },
     edgeModules: {
       edgeRouteCircuitBreakerModule: new services.EdgeRouteCircuitBreakerModule(http),
       edgeRouteWebsocketTcpConverterModule: new services.EdgeRouteWebsocketTCPConverterModule(http),
@@ -151,6 +152,23 @@ describe("@ngrok/ngrok-api against Tollgate", () => {
     expect(await modules.get({ edgeId: EDGE, id: ROUTE })).toEqual({ enabled: false });
     await deleteSucceeds(modules.delete({ edgeId: EDGE, id: ROUTE }));
     expect(await rejection(modules.get({ edgeId: EDGE, id: ROUTE }))).toMatchObject({ statusCode: 404 });
+  });
+
+  it("tunnel sessions and HTTPS edges: list and get, in the shapes the client maps", async () => {
+    const ngrok = client();
+    expect(await ngrok.tunnelSessions.list()).toEqual([]); // no agent of this key's account connected here
+    const missing = await rejection(ngrok.tunnelSessions.get("ts_0ERbD4CoWXJxTYICGPe8UcyAzR6"));
+    expect(missing).toMatchObject({ errorCode: "ERR_SVC_204", statusCode: 404 });
+
+    const edge = await ngrok.edges.edgesHttps.get(EDGE);
+    expect(edge).toMatchObject({ id: EDGE, uri: `${ORIGIN}/edges/https/${EDGE}`, hostports: ["127.0.0.1:80", "localhost:80"] });
+    expect(edge.routes.map((route) => [route.id, route.matchType, route.match])).toEqual([
+      [ROUTE, "path_prefix", "/demo"],
+      ["edghtsrt_api", "path_prefix", "/"],
+    ]);
+    expect(await ngrok.edges.edgesHttps.list()).toEqual([edge]);
+    expect(await ngrok.edges.edgesHttpsRoutes.get({ edgeId: EDGE, id: "edghtsrt_api" })).toEqual(edge.routes[1]);
+    expect(sent.at(-1)).toMatchObject({ method: "GET", url: `${ORIGIN}/edges/https/${EDGE}/routes/edghtsrt_api` });
   });
 
   it("tunnels: list and get read the registry (no agent is connected here, so none are online)", async () => {
