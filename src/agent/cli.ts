@@ -16,6 +16,8 @@ export interface CliIo {
   readonly signal: AbortSignal;
   /** The program's file name as started (`ngrok` makes it ngrok's command line). */
   readonly invokedAs?: string;
+  /** Starts the agent (tests pass their own; the default is {@link startAgent}). */
+  readonly startAgent?: typeof startAgent;
 }
 
 /** Runs one command; resolves with the process exit code. */
@@ -50,7 +52,7 @@ async function runAgent(config: Parameters<typeof startAgent>[0]["config"], tunn
 
   let agent: Agent;
   try {
-    agent = await startAgent({ config, tunnels });
+    agent = await (io.startAgent ?? startAgent)({ config, tunnels });
   } catch (error) {
     log?.write("crit", "command failed", { err: (error as Error).message });
     await log?.close();
