@@ -1,6 +1,7 @@
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { AGENT_HANDSHAKES_PER_MINUTE } from "../../../src/tunnels/agent-endpoint.ts";
+import { TEST_KEYS } from "./keys.ts";
 
 /** Sends `count` requests in parallel batches and returns their statuses in order. */
 async function statuses(count: number, make: (i: number) => Request): Promise<number[]> {
@@ -31,6 +32,21 @@ describe("one client IP stays limited whatever credentials it sends", () => {
     expect(await limited.json()).toMatchObject({ error_code: "ERR_SVC_226", details: { rate_limit: "management-per-ip" } });
     const otherIp = await SELF.fetch(new Request("http://127.0.0.1/bot_users", { headers: { "cf-connecting-ip": "203.0.113.202", "service-version": "2" } }));
     expect(otherIp.status).toBe(401);
+  });
+
+  it("spelling the scheme of a valid key differently (bearer, BEARER, …) buys one IP no more than 300 a minute", { timeout: 60_000 }, async () => {
+    // Three spellings, 100 requests each: each spelling's per-key bucket stays under 120, the IP reaches 300.
+    const spellings = ["bearer", "BEARER", "bEARER"];
+    const make = (i: number) =>
+      new Request("http://127.0.0.1/bot_users", {
+        headers: { "cf-connecting-ip": "203.0.113.204", authorization: `${spellings[i % 3]} ${TEST_KEYS.devPaging.key}`, "ngrok-version": "2" },
+      });
+    const answers = await statuses(300, make);
+    expect(count(answers, 200) + count(answers, 429)).toBe(300);
+    expect(count(answers, 200)).toBeGreaterThan(0);
+    const limited = await SELF.fetch(make(300));
+    expect(limited.status).toBe(429);
+    expect(await limited.json()).toMatchObject({ error_code: "ERR_SVC_226", details: { rate_limit: "management-per-ip" } });
   });
 
   it(`the agent endpoint admits at most ${AGENT_HANDSHAKES_PER_MINUTE} handshakes a minute from one IP, counted before the key is checked`, { timeout: 60_000 }, async () => {
