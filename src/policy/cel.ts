@@ -102,7 +102,10 @@ const SHAPES: Readonly<Record<string, Shape>> = {
   conn: { client_ip: "value" },
   res: { status_code: "value", headers: "map" },
   actions: {
-    svc: { rate_limit: { bucket_key: "value", limited: "value", error: { code: "value", message: "value" } } },
+    svc: {
+      rate_limit: { bucket_key: "value", limited: "value", error: { code: "value", message: "value" } },
+      restrict_ips: { denied: "value" },
+    },
   },
 };
 
@@ -269,6 +272,7 @@ function activation(exchange: Exchange) {
           ["limited", rateLimit.limited],
           ["error", new Map([["code", rateLimit.error.code], ["message", rateLimit.error.message]])],
         ])],
+        ["restrict_ips", new Map([["denied", vars.restrict_ips.denied]])],
       ])],
     ]),
   };

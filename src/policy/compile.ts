@@ -90,6 +90,13 @@ export function compilePolicy(value: unknown, options: CompileOptions = {}): Com
           const path = [...documentPath, "actions", actionIndex, "config", "ratelimit_headers"];
           issues.push({ ...place(path), path, message: `exceeds the limit of ${MAX_RATELIMIT_HEADER_ACTIONS} rate-limit actions with ratelimit_headers per policy` });
         }
+        const problem = definition.check?.(config, { phase, position });
+        if (problem) {
+          const path = [...documentPath, "actions", actionIndex, "config", ...problem.path];
+          issues.push({ ...place(path), path, message: problem.message });
+          // The policy does not load; compiling what the check refused could only fail.
+          return { type: action.type, run: () => undefined };
+        }
         return definition.compile(config, { phase, position });
       });
       return Object.freeze({ name: entry.name, expressions, actions });

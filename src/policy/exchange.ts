@@ -27,9 +27,15 @@ export interface RateLimitVars {
   error: { code: string; message: string };
 }
 
+export interface RestrictIpsVars {
+  /** The client address is not allowed: answered 403, or would have with `enforce: false`. */
+  denied: boolean;
+}
+
 /** Result variables of actions that ran, readable as `actions.svc.<action>.*` (last execution only). */
 export interface ActionVars {
   rate_limit: RateLimitVars;
+  restrict_ips: RestrictIpsVars;
 }
 
 /** One member of the RateLimit-Policy and RateLimit header fields, from one rate-limit decision. */
@@ -56,7 +62,7 @@ export interface Exchange {
 }
 
 export function initialVars(): ActionVars {
-  return { rate_limit: { bucket_key: "", limited: false, error: { code: "", message: "" } } };
+  return { rate_limit: { bucket_key: "", limited: false, error: { code: "", message: "" } }, restrict_ips: { denied: false } };
 }
 
 /** Names one bucket: its Durable Object is per (ingress instance, scope, action name, key). */

@@ -5,14 +5,16 @@ import {
   addHeadersAction,
   customResponseAction,
   denyAction,
+  logAction,
   rateLimitAction,
   removeHeadersAction,
+  restrictIpsAction,
   type ActionDefinition,
 } from "./actions/index.ts";
 import { MAX_ACTIONS_PER_ENTRY, MAX_ENTRIES_PER_PHASE, MAX_EXPRESSIONS_PER_ENTRY } from "./limits.ts";
 
 export const actionDefinitions: ReadonlyMap<string, ActionDefinition> = new Map(
-  [rateLimitAction, denyAction, customResponseAction, addHeadersAction, removeHeadersAction].map((action) => [
+  [rateLimitAction, denyAction, customResponseAction, addHeadersAction, removeHeadersAction, logAction, restrictIpsAction].map((action) => [
     action.type,
     action as unknown as ActionDefinition,
   ]),

@@ -99,6 +99,6 @@ describe("JSON Schemas for editors", () => {
     const types = schema.$defs.TrafficPolicyEntry.properties.actions.items.oneOf.map(
       (option: { properties: { type: { const: string } } }) => option.properties.type.const,
     );
-    expect(types.sort()).toEqual(["add-headers", "custom-response", "deny", "rate-limit", "remove-headers"]);
+    expect(types.sort()).toEqual(["add-headers", "custom-response", "deny", "log", "rate-limit", "remove-headers", "restrict-ips"]);
   });
 });

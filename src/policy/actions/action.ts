@@ -23,6 +23,8 @@ export interface ActionDefinition<Config extends z.ZodType = z.ZodType> {
   readonly config: Config;
   /** Whether `config` may be omitted. */
   readonly configOptional: boolean;
+  /** What the schema cannot see because it depends on the phase: a path inside `config` and a message. */
+  check?(config: z.output<Config>, context: ActionContext): { readonly path: ReadonlyArray<string | number>; readonly message: string } | undefined;
   compile(config: z.output<Config>, context: ActionContext): CompiledAction;
 }
 

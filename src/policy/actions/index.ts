@@ -1,5 +1,7 @@
 export { customResponseAction } from "./custom-response.ts";
 export { denyAction } from "./deny.ts";
 export { addHeadersAction, removeHeadersAction } from "./headers.ts";
+export { logAction } from "./log.ts";
 export { rateLimitAction } from "./rate-limit.ts";
+export { restrictIpsAction } from "./restrict-ips.ts";
 export type { ActionContext, ActionDefinition, CompiledAction } from "./action.ts";

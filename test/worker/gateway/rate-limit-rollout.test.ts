@@ -214,3 +214,38 @@ describe("Analytics Engine data points", () => {
     expect(dataset.points).toHaveLength(25);
   });
 });
+
+describe("log and restrict-ips through the Worker", () => {
+  it("a log action writes one JSON line per request with its metadata and the ingress instance", async () => {
+    const log = vi.spyOn(console, "log").mockImplementation(() => undefined);
+    const routes = singleEdge(route(), {
+      "policies/p.yaml": `
+on_http_request:
+  - actions:
+      - type: log
+        config: { metadata: { path: "\${req.url.path}", client: "\${conn.client_ip}" } }
+`,
+    });
+    for (let i = 0; i < 2; i++) await (await send(routes, request("192.0.2.77"), { INGRESS_ID: "log-test" })).body?.cancel();
+    const lines = linesOf(log, "traffic_policy.log");
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatchObject({ ingress: "log-test", action: "inbound[0].actions[0]", phase: "inbound", metadata: { path: "/", client: "192.0.2.77" } });
+  });
+
+  it("restrict-ips answers 403 outside the allow-list and lets the allowed address reach the upstream", async () => {
+    const routes = singleEdge(route(), {
+      "policies/p.yaml": `
+inbound:
+  - actions:
+      - type: restrict-ips
+        config: { allow: ["198.51.100.0/24"] }
+`,
+    });
+    const inside = await send(routes, request("198.51.100.20"));
+    const outside = await send(routes, request("203.0.113.20"));
+    await inside.body?.cancel();
+    expect([inside.status, outside.status]).toEqual([200, 403]);
+    expect(await outside.json()).toMatchObject({ error_code: "ERR_SVC_300" });
+  });
+});
+

@@ -1,0 +1,109 @@
+/**
+ * `log` (as ngrok's): writes one structured JSON line per execution with the configured `metadata`. String
+ * values may interpolate variables, `${actions.svc.rate_limit.limited}`: the names are checked at load;
+ * a value that is one variable alone keeps its type (a boolean stays a boolean).
+ */
+
+import { z } from "zod";
+import type { Exchange, Phase } from "../exchange.ts";
+import { defineAction } from "./action.ts";
+
+/** Keys of one `metadata` map. */
+export const MAX_LOG_METADATA_KEYS = 16;
+/** Characters of a metadata key. */
+export const MAX_LOG_KEY_CHARS = 64;
+/** Characters of a metadata value, as written and after interpolation (longer values are cut). */
+export const MAX_LOG_VALUE_CHARS = 1024;
+
+type Scalar = string | number | boolean;
+
+/** The variables a value may interpolate, and the phase each is readable in. */
+const VARIABLES: Readonly<Record<string, { readonly read: (exchange: Exchange) => Scalar; readonly outboundOnly?: boolean }>> = {
+  "req.method": { read: (exchange) => exchange.request.method },
+  "req.host": { read: (exchange) => exchange.request.host },
+  "req.url.path": { read: (exchange) => exchange.request.url.pathname },
+  "req.url.query": { read: (exchange) => exchange.request.url.search.replace(/^\?/, "") },
+  "req.url.raw": { read: (exchange) => exchange.request.url.pathname + exchange.request.url.search },
+  "conn.client_ip": { read: (exchange) => exchange.clientIp },
+  "res.status_code": { read: (exchange) => exchange.response?.status ?? 0, outboundOnly: true },
+  "actions.svc.rate_limit.bucket_key": { read: (exchange) => exchange.vars.rate_limit.bucket_key },
+  "actions.svc.rate_limit.limited": { read: (exchange) => exchange.vars.rate_limit.limited },
+  "actions.svc.rate_limit.error.code": { read: (exchange) => exchange.vars.rate_limit.error.code },
+  "actions.svc.rate_limit.error.message": { read: (exchange) => exchange.vars.rate_limit.error.message },
+  "actions.svc.restrict_ips.denied": { read: (exchange) => exchange.vars.restrict_ips.denied },
+};
+
+const PLACEHOLDER = /\$\{([^}]*)\}/g;
+
+/** What is wrong with the variables a template names in `phase`, if anything. */
+function templateProblem(template: string, phase: Phase): string | undefined {
+  for (const [, inner] of template.matchAll(PLACEHOLDER)) {
+    const name = inner.trim();
+    const variable = VARIABLES[name];
+    if (!variable) return `unknown variable '${name}' in \${…} (expected one of ${Object.keys(VARIABLES).join(", ")})`;
+    if (variable.outboundOnly && phase === "inbound") return `${name} is only available in outbound`;
+  }
+  return undefined;
+}
+
+/** One metadata value, compiled: a literal, one variable, or a template. */
+function compileValue(value: Scalar): (exchange: Exchange) => Scalar {
+  if (typeof value !== "string" || !value.includes("${")) return () => value;
+  const alone = /^\$\{([^}]*)\}$/.exec(value);
+  if (alone) {
+    const read = VARIABLES[alone[1].trim()].read;
+    return (exchange) => clip(read(exchange));
+  }
+  const parts = value.split(PLACEHOLDER).map((part, index) => (index % 2 === 0 ? () => part : VARIABLES[part.trim()].read));
+  return (exchange) => clip(parts.map((read) => String(read(exchange))).join(""));
+}
+
+function clip(value: Scalar): Scalar {
+  return typeof value === "string" && value.length > MAX_LOG_VALUE_CHARS ? value.slice(0, MAX_LOG_VALUE_CHARS) : value;
+}
+
+const metadataValue = z.union(
+  [z.string().max(MAX_LOG_VALUE_CHARS, `must be at most ${MAX_LOG_VALUE_CHARS} characters`), z.number(), z.boolean()],
+  { error: "must be a string, number or boolean" },
+);
+
+export const logConfig = z.strictObject({
+  metadata: z
+    .record(
+      z
+        .string()
+        .max(MAX_LOG_KEY_CHARS, `must be at most ${MAX_LOG_KEY_CHARS} characters`)
+        .regex(/^[A-Za-z_][A-Za-z0-9_.-]*$/, "must be a letter or _ followed by letters, digits, _, . or -"),
+      metadataValue,
+      { error: "must be a map of names to values" },
+    )
+    .refine((metadata) => Object.keys(metadata).length >= 1, "must have at least 1 key")
+    .refine((metadata) => Object.keys(metadata).length <= MAX_LOG_METADATA_KEYS, `exceeds the limit of ${MAX_LOG_METADATA_KEYS} keys`)
+    .describe("What to log: names to strings (which may interpolate ${variables}), numbers or booleans."),
+});
+
+export const logAction = defineAction({
+  type: "log",
+  config: logConfig,
+  configOptional: false,
+  check(config, { phase }) {
+    for (const [key, value] of Object.entries(config.metadata)) {
+      const problem = typeof value === "string" ? templateProblem(value, phase) : undefined;
+      if (problem) return { path: ["metadata", key], message: problem };
+    }
+    return undefined;
+  },
+  compile(config, context) {
+    const values = Object.entries(config.metadata).map(([key, value]) => [key, compileValue(value)] as const);
+    return {
+      type: "log",
+      run(exchange, { decisions }) {
+        const metadata = Object.fromEntries(values.map(([key, read]) => [key, read(exchange)]));
+        const record = { route: exchange.scope, action: context.position, phase: context.phase, metadata };
+        if (decisions) decisions.log(record);
+        else console.log(JSON.stringify({ event: "traffic_policy.log", ...record }));
+        return undefined;
+      },
+    };
+  },
+});
