@@ -6,8 +6,8 @@
  * one message (a small one) is answered with the whole body at once, without a stream.
  */
 
-import { HOP_BY_HOP_HEADERS, INITIAL_STREAM_WINDOW, ResetCode, type Frame, type FrameOf, type StreamFrame } from "./protocol.ts";
-import { DataSequence, OrderedReceiver } from "./framing.ts";
+import { HOP_BY_HOP_HEADERS, ResetCode, type Frame, type FrameOf, type StreamFrame } from "./protocol.ts";
+import { StreamCore } from "./stream-core.ts";
 
 export interface RelayRequest {
   readonly tunnelId: string;
@@ -45,7 +45,6 @@ export interface EdgeStreamsOptions {
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 
 class EdgeStream {
-  sendWindow = INITIAL_STREAM_WINDOW;
   closed = false;
   answered = false;
   /** The agent's response head, until the stream is answered at the end of the message that carried it. */
@@ -54,22 +53,18 @@ class EdgeStream {
   early: Uint8Array[] = [];
   /** The agent's end arrived (after all its data). */
   ended = false;
-  /** Response bytes received and not yet acknowledged: the agent may not go past the window. */
-  unacknowledged = 0;
   writer?: WritableStreamDefaultWriter<Uint8Array>;
   writeChain: Promise<void> = Promise.resolve();
   requestReader?: ReadableStreamDefaultReader<Uint8Array>;
-  readonly outbound: DataSequence;
-  inbound!: OrderedReceiver;
+  /** Request body out (within the agent's window), response body in (the agent held to ours). */
+  core!: StreamCore;
   private windowWaiters: Array<() => void> = [];
 
   constructor(
     readonly id: number,
     readonly request: RelayRequest,
     readonly answer: (response: Response) => void,
-  ) {
-    this.outbound = new DataSequence(id);
-  }
+  ) {}
 
   /** Resolves when the window grows or the stream closes. */
   windowChanged(): Promise<void> {
@@ -103,7 +98,8 @@ export class EdgeStreams {
     let answer!: (response: Response) => void;
     const response = new Promise<Response>((resolve) => (answer = resolve));
     const stream = new EdgeStream(id, request, answer);
-    stream.inbound = new OrderedReceiver(
+    stream.core = new StreamCore(
+      id,
       {
         data: (bytes) => this.writeResponseBody(stream, bytes),
         end: () => this.endResponseBody(stream),
@@ -139,17 +135,13 @@ export class EdgeStreams {
       case "response_head":
         return this.onResponseHead(stream, frame);
       case "data":
-        stream.unacknowledged += frame.bytes.byteLength;
-        if (stream.unacknowledged > INITIAL_STREAM_WINDOW) return this.reset(stream, ResetCode.protocolError, "the agent sent past its flow-control window");
-        if (!stream.inbound.data(frame.seq, frame.bytes)) this.reset(stream, ResetCode.protocolError, `data frame ${frame.seq} repeated or past the end`);
-        return;
       case "end":
-        if (!stream.inbound.end(frame.count)) this.reset(stream, ResetCode.protocolError, `end after ${frame.count} data frames contradicts the frames sent`);
+      case "window": {
+        const violation = stream.core.onFrame(frame);
+        if (violation) return this.reset(stream, violation.code, `the agent broke the protocol: ${violation.message}`);
+        if (frame.type === "window") stream.wake();
         return;
-      case "window":
-        stream.sendWindow += frame.increment;
-        stream.wake();
-        return;
+      }
       case "reset":
         return this.fail(stream, { code: frame.code, message: frame.message });
       case "request_head":
@@ -182,10 +174,10 @@ export class EdgeStreams {
         for (;;) {
           const { done, value } = await reader.read();
           if (done) break;
-          for (const frame of stream.outbound.frames(value)) {
-            while (!stream.closed && stream.sendWindow < frame.bytes.byteLength) await stream.windowChanged();
+          for (const frame of stream.core.send.frames(value)) {
+            while (!stream.closed && !stream.core.send.fits(frame)) await stream.windowChanged();
             if (stream.closed) return;
-            stream.sendWindow -= frame.bytes.byteLength;
+            stream.core.send.sent(frame);
             this.options.send(frame);
           }
         }
@@ -194,7 +186,7 @@ export class EdgeStreams {
         return;
       }
     }
-    if (!stream.closed) this.options.send(stream.outbound.end());
+    if (!stream.closed) this.options.send(stream.core.send.end());
   }
 
   private onResponseHead(stream: EdgeStream, frame: FrameOf<"response_head">): void {
@@ -205,7 +197,7 @@ export class EdgeStreams {
     // A WebSocket is accepted at once: messages may follow in the same batch.
     if (frame.status === 101) return this.answer(stream);
     this.heads.add(stream);
-    stream.inbound.open();
+    stream.core.receive.open();
   }
 
   private answer(stream: EdgeStream): void {
@@ -266,9 +258,8 @@ export class EdgeStreams {
         this.reset(stream, ResetCode.cancelled, "the public client went away");
         return;
       }
-      stream.unacknowledged -= bytes.byteLength;
-      // after its end the agent sends nothing more, so it needs no more window
-      if (!stream.closed && !stream.ended) this.options.send({ type: "window", stream: stream.id, increment: bytes.byteLength });
+      const window = stream.core.receive.acknowledge(bytes.byteLength);
+      if (window && !stream.closed) this.options.send(window);
     });
   }
 
@@ -286,7 +277,7 @@ export class EdgeStreams {
   /** The edge ends a stream: tells the agent, then fails it locally. */
   private reset(stream: EdgeStream, code: string, message: string): void {
     if (stream.closed) return;
-    this.options.send({ type: "reset", stream: stream.id, code, message });
+    this.options.send(stream.core.reset({ code, message }));
     this.fail(stream, { code, message });
   }
 

@@ -3,7 +3,7 @@ import { startAgent, type Agent } from "../../src/agent/agent.ts";
 import { sendToLocal } from "../../src/agent/edge/replay.ts";
 import type { ExchangeInfo } from "../../src/agent/edge/exchange.ts";
 import { parseAgentConfig } from "../../src/agent/settings/load.ts";
-import { INITIAL_STREAM_WINDOW, type FrameOf } from "../../src/tunnels/protocol.ts";
+import { encodeFrame, INITIAL_STREAM_WINDOW, type Frame, type FrameOf } from "../../src/tunnels/protocol.ts";
 import { FakeEdge } from "./support/fake-edge.ts";
 import { ngrokClient, type NgrokClientError } from "./support/ngrok-client.ts";
 import { closedPort, patternBytes, sha256, startUpstream, type Upstream } from "./support/upstream.ts";
@@ -281,3 +281,30 @@ async function agentReady(agent: Agent, names: string[]): Promise<void> {
   await agent.ready;
   for (const name of names) await expect.poll(() => agent.tunnels.get(name)?.state, SETTLES).toBe("online");
 }
+
+describe("flow control of request bodies (the agent holds the edge to its window)", () => {
+  it("resets a stream whose edge sends request body past the agent's window, and the local service gets no more of it", async () => {
+    const agent = await agentWith({ tunnels: { web: { addr: upstream.port } } });
+    await agentReady(agent, ["web"]);
+    const session = await edge.session(edge.sessions.length - 1);
+    const stream = 41;
+    const chunk = new Uint8Array(64 * 1024);
+    const frames: Frame[] = [
+      { type: "request_head", stream, tunnel_id: edge.tunnelId("web"), method: "POST", target: "/flooded", headers: [["host", "fake.localhost"]], client_addr: "203.0.113.7", scheme: "http" },
+      // one frame more than the window allows, all in one message, so no acknowledgement can come in between
+      ...Array.from({ length: INITIAL_STREAM_WINDOW / chunk.byteLength + 1 }, (_, seq): Frame => ({ type: "data", stream, seq, bytes: chunk })),
+    ];
+    session.ws.send(Buffer.concat(frames.map((frame) => encodeFrame(frame))));
+    const reset = await session.next("reset", (frame) => frame.stream === stream);
+    expect(reset).toEqual({ type: "reset", stream, code: "protocol_error", message: `the edge broke the protocol: data frame 8 goes past the flow-control window of ${INITIAL_STREAM_WINDOW} bytes` });
+    await expect.poll(() => agent.tunnels.get("web")!.metrics.snapshot().conns.gauge, SETTLES).toBe(0);
+  });
+
+  it("does not hold a replay to the window: a replayed body larger than the window reaches the local service whole", async () => {
+    const agent = await agentWith({ tunnels: { web: { addr: upstream.port } } });
+    await agentReady(agent, ["web"]);
+    const body = patternBytes(2 * INITIAL_STREAM_WINDOW + 123);
+    const answer = await sendToLocal(agent.tunnels.get("web")!, { method: "PUT", target: "/big-replay", headers: [], body });
+    expect(answer.ok && JSON.parse(Buffer.from(answer.body).toString())).toMatchObject({ bodyLength: body.byteLength, bodySha256: sha256(body) });
+  });
+});

@@ -17,7 +17,8 @@ import {
   type FrameOf,
   type StreamFrame,
 } from "../../tunnels/protocol.ts";
-import { DataSequence, OrderedReceiver } from "../../tunnels/framing.ts";
+import type { OrderedSink } from "../../tunnels/framing.ts";
+import { StreamCore } from "../../tunnels/stream-core.ts";
 import { combineObservers, type ExchangeInfo, type ExchangeObserver, type ExchangeTap } from "./exchange.ts";
 import { connectLocalWebSocket, type LocalSocket } from "./local-websocket.ts";
 import { closeReason } from "../../close-reason.ts";
@@ -42,22 +43,29 @@ export interface ForwarderOptions {
   responseTimeoutMs?: number;
   /** Marks the exchanges as replays (the agent sent them, not a public client). */
   replay?: boolean;
+  /**
+   * Request body bytes the sender may have unacknowledged per stream; a data frame past it resets the
+   * stream. Default INITIAL_STREAM_WINDOW, what the protocol gives the edge; a replay hands its whole
+   * body over at once from this process, so it is not held to a window.
+   */
+  receiveWindow?: number;
 }
 
 const keepAlive = { http: new http.Agent({ keepAlive: true, maxSockets: 256 }), https: new https.Agent({ keepAlive: true, maxSockets: 256 }) };
 const UNREACHABLE = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", "EADDRNOTAVAIL"]);
 
 class AgentStream {
-  sendWindow = INITIAL_STREAM_WINDOW;
   closed = false;
   responded = false;
-  /** The edge's end of the request body arrived: it sends nothing more, so it needs no window. */
-  requestEnded = false;
+  /** The local response (or a refused upgrade's body) is complete: the end goes once the queue is sent. */
   responseDone = false;
   endSent = false;
+  /** Response data frames waiting for the edge's window. */
   readonly queue: Array<FrameOf<"data">> = [];
-  readonly outbound: DataSequence;
-  inbound!: OrderedReceiver;
+  /** Response body out (within the edge's window), request body in (the edge held to ours). */
+  readonly core: StreamCore;
+  /** Where the request body goes, in order; set once the local exchange is opened. */
+  sink: OrderedSink = { data: () => undefined, end: () => undefined };
   request?: http.ClientRequest;
   response?: http.IncomingMessage;
   /** For a relayed WebSocket: the agent's socket to the local service. */
@@ -69,8 +77,9 @@ class AgentStream {
     readonly tunnel: LocalTunnel,
     readonly observer: ExchangeObserver,
     readonly startNs: bigint,
+    receiveWindow: number,
   ) {
-    this.outbound = new DataSequence(id);
+    this.core = new StreamCore(id, { data: (bytes) => this.sink.data(bytes), end: () => this.sink.end() }, { headFirst: false, receiveWindow });
   }
 
   clearTimers(): void {
@@ -83,10 +92,12 @@ export class LocalForwarder {
   private readonly streams = new Map<number, AgentStream>();
   private readonly connectTimeoutMs: number;
   private readonly responseTimeoutMs: number;
+  private readonly receiveWindow: number;
 
   constructor(private readonly options: ForwarderOptions) {
     this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
     this.responseTimeoutMs = options.responseTimeoutMs ?? 60_000;
+    this.receiveWindow = options.receiveWindow ?? (options.replay ? Number.POSITIVE_INFINITY : INITIAL_STREAM_WINDOW);
   }
 
   get size(): number {
@@ -99,15 +110,13 @@ export class LocalForwarder {
     if (!stream) return;
     switch (frame.type) {
       case "data":
-        if (!stream.inbound.data(frame.seq, frame.bytes)) this.reset(stream, ResetCode.protocolError, `data frame ${frame.seq} repeated or past the end`);
-        return;
       case "end":
-        if (!stream.inbound.end(frame.count)) this.reset(stream, ResetCode.protocolError, `end after ${frame.count} data frames contradicts the frames sent`);
+      case "window": {
+        const violation = stream.core.onFrame(frame);
+        if (violation) return this.reset(stream, violation.code, `the edge broke the protocol: ${violation.message}`);
+        if (frame.type === "window") this.pump(stream);
         return;
-      case "window":
-        stream.sendWindow += frame.increment;
-        this.pump(stream);
-        return;
+      }
       case "reset":
         return this.close(stream, { code: frame.code, message: frame.message });
       case "ws_message":
@@ -155,7 +164,7 @@ export class LocalForwarder {
       scheme: head.scheme,
       ...(this.options.replay ? { replay: true } : {}),
     };
-    const stream = new AgentStream(head.stream, tunnel, combineObservers(tunnel.taps.map((tap) => tap.open(info))), startNs);
+    const stream = new AgentStream(head.stream, tunnel, combineObservers(tunnel.taps.map((tap) => tap.open(info))), startNs, this.receiveWindow);
     this.streams.set(head.stream, stream);
     if (head.upgrade === "websocket") this.openWebSocket(stream, head, headers);
     else this.openHttp(stream, head, headers);
@@ -201,28 +210,24 @@ export class LocalForwarder {
     });
     request.on("response", (response) => this.onResponse(stream, response));
 
-    stream.inbound = new OrderedReceiver(
-      {
-        data: (bytes) => {
-          stream.observer.onRequestBody?.(bytes);
-          request.write(bytes, () => {
-            if (!stream.closed && !stream.requestEnded) this.options.send({ type: "window", stream: stream.id, increment: bytes.byteLength });
-          });
-        },
-        end: () => {
-          stream.requestEnded = true;
-          stream.observer.onRequestEnd?.();
-          request.end();
-        },
+    stream.sink = {
+      data: (bytes) => {
+        stream.observer.onRequestBody?.(bytes);
+        request.write(bytes, () => {
+          const window = stream.core.receive.acknowledge(bytes.byteLength);
+          if (window && !stream.closed) this.options.send(window);
+        });
       },
-      { headFirst: false },
-    );
+      end: () => {
+        stream.observer.onRequestEnd?.();
+        request.end();
+      },
+    };
   }
 
   /** The public client asked for a WebSocket: open one to the local service and relay its messages. */
   private openWebSocket(stream: AgentStream, head: FrameOf<"request_head">, headers: Array<[string, string]>): void {
     const origin = stream.tunnel.url.origin;
-    stream.inbound = new OrderedReceiver({ data: () => undefined, end: () => undefined }, { headFirst: false });
     stream.socket = connectLocalWebSocket(
       stream.tunnel.url,
       head.target,
@@ -248,10 +253,9 @@ export class LocalForwarder {
           stream.responded = true;
           this.options.send({ type: "response_head", stream: stream.id, status, status_text: statusText, headers: responseHeaders });
           stream.observer.onResponseHead?.({ status, statusText, headers: responseHeaders, httpVersion: "1.1" });
-          for (const frame of stream.outbound.frames(body)) this.options.send(frame);
-          this.options.send(stream.outbound.end());
-          stream.observer.onResponseEnd?.(process.hrtime.bigint() - stream.startNs);
-          this.close(stream);
+          for (const frame of stream.core.send.frames(body)) stream.queue.push(frame);
+          stream.responseDone = true;
+          this.pump(stream);
         },
         failed: (error) => {
           if (stream.closed) return;
@@ -281,7 +285,7 @@ export class LocalForwarder {
     response.on("data", (chunk: Buffer) => {
       if (stream.closed) return;
       stream.observer.onResponseBody?.(chunk);
-      for (const frame of stream.outbound.frames(chunk)) stream.queue.push(frame);
+      for (const frame of stream.core.send.frames(chunk)) stream.queue.push(frame);
       this.pump(stream);
     });
     response.on("end", () => {
@@ -298,17 +302,17 @@ export class LocalForwarder {
 
   /** Sends queued response data the window allows; pauses the local response while the window is shut. */
   private pump(stream: AgentStream): void {
-    if (stream.closed || !stream.response) return;
-    while (stream.queue.length > 0 && stream.sendWindow >= stream.queue[0].bytes.byteLength) {
+    if (stream.closed || (!stream.response && !stream.responseDone)) return;
+    while (stream.queue.length > 0 && stream.core.send.fits(stream.queue[0])) {
       const frame = stream.queue.shift()!;
-      stream.sendWindow -= frame.bytes.byteLength;
+      stream.core.send.sent(frame);
       this.options.send(frame);
     }
-    if (stream.queue.length > 0) stream.response.pause();
-    else if (!stream.responseDone) stream.response.resume();
+    if (stream.queue.length > 0) stream.response?.pause();
+    else if (!stream.responseDone) stream.response?.resume();
     if (stream.queue.length === 0 && stream.responseDone && !stream.endSent) {
       stream.endSent = true;
-      this.options.send(stream.outbound.end());
+      this.options.send(stream.core.send.end());
       stream.observer.onResponseEnd?.(process.hrtime.bigint() - stream.startNs);
       this.close(stream);
     }
@@ -317,7 +321,7 @@ export class LocalForwarder {
   /** The agent ends a stream: tells the edge, then closes it locally. */
   private reset(stream: AgentStream, code: string, message: string): void {
     if (stream.closed) return;
-    this.options.send({ type: "reset", stream: stream.id, code, message });
+    this.options.send(stream.core.reset({ code, message }));
     this.close(stream, { code, message });
   }
 

@@ -248,7 +248,7 @@ describe("relaying public requests", () => {
     // all in one message, so no acknowledgement can come in between
     agent.sendBatch(Array.from({ length: INITIAL_STREAM_WINDOW / chunk.byteLength + 1 }, (_, seq) => ({ type: "data" as const, stream: head.stream, seq, bytes: chunk })));
     const reset = await agent.next("reset", (frame) => frame.stream === head.stream);
-    expect(reset).toMatchObject({ code: "protocol_error", message: "the agent sent past its flow-control window" });
+    expect(reset).toMatchObject({ code: "protocol_error", message: `the agent broke the protocol: data frame 8 goes past the flow-control window of ${INITIAL_STREAM_WINDOW} bytes` });
     await expect((await pending).arrayBuffer()).rejects.toThrow();
   });
 

@@ -1,0 +1,147 @@
+/**
+ * The per-stream state machine both ends of the relay share (the edge's EdgeStreams and the agent's
+ * LocalForwarder): sending a body within the window the peer gave, receiving one in order while holding the
+ * peer to the window this end gave, acknowledging what was passed on, and the end. Pure: plain values in,
+ * frames and verdicts out; no I/O, no timers, no Workers or Node APIs.
+ */
+
+import { DataSequence, OrderedReceiver, type OrderedSink } from "./framing.ts";
+import { INITIAL_STREAM_WINDOW, ResetCode, type FrameOf } from "./protocol.ts";
+
+/**
+ * Largest window a sender may hold. Increments only ever return bytes the receiver was sent, so a window
+ * past this means a peer granting bytes it was never owed.
+ */
+export const MAX_STREAM_WINDOW = 2 ** 31;
+
+/** Why a stream must be reset: the peer broke the protocol on it. */
+export interface StreamViolation {
+  readonly code: typeof ResetCode.protocolError;
+  readonly message: string;
+}
+
+const violation = (message: string): StreamViolation => ({ code: ResetCode.protocolError, message });
+
+/** One direction's sending side: numbers data frames and spends the window the peer granted. */
+export class SendHalf {
+  private window: number;
+  private readonly sequence: DataSequence;
+
+  constructor(stream: number, window: number = INITIAL_STREAM_WINDOW) {
+    this.sequence = new DataSequence(stream);
+    this.window = window;
+  }
+
+  /** Bytes that may be sent now. */
+  get available(): number {
+    return this.window;
+  }
+
+  /** The data frames of a chunk (numbered, at most MAX_DATA_CHUNK each). Send each only once `fits` allows. */
+  frames(chunk: Uint8Array): Generator<FrameOf<"data">> {
+    return this.sequence.frames(chunk);
+  }
+
+  fits(frame: FrameOf<"data">): boolean {
+    return frame.bytes.byteLength <= this.window;
+  }
+
+  /** Records a frame as sent. Sending one that does not fit is a bug of this end, not of the peer. */
+  sent(frame: FrameOf<"data">): void {
+    if (!this.fits(frame)) throw new RangeError(`data frame of ${frame.bytes.byteLength} bytes does not fit the window of ${this.window}`);
+    this.window -= frame.bytes.byteLength;
+  }
+
+  /** The peer passed bytes on: they may be sent again. */
+  grant(increment: number): StreamViolation | undefined {
+    if (this.window + increment > MAX_STREAM_WINDOW) return violation(`window increment of ${increment} grows the window past ${MAX_STREAM_WINDOW} bytes`);
+    this.window += increment;
+    return undefined;
+  }
+
+  /** The end frame: how many data frames went out. */
+  end(): FrameOf<"end"> {
+    return this.sequence.end();
+  }
+}
+
+/**
+ * One direction's receiving side: puts the body back in order, holds the peer to the window this end
+ * gave (a data frame past it is a protocol error), and says what to acknowledge as bytes are passed on.
+ */
+export class ReceiveHalf {
+  private readonly order: OrderedReceiver;
+  private readonly window: number;
+  /** Bytes received and not yet acknowledged: what the peer has in flight from its point of view, at most. */
+  private outstanding = 0;
+  /** The peer's end arrived (data frames may still be on their way: delivery order is not relied on). */
+  private endSeen = false;
+
+  constructor(
+    private readonly stream: number,
+    sink: OrderedSink,
+    { headFirst, window = INITIAL_STREAM_WINDOW }: { headFirst: boolean; window?: number },
+  ) {
+    this.order = new OrderedReceiver(sink, { headFirst });
+    this.window = window;
+  }
+
+  /** The head arrived: the body that waited for it may go (for a receiver made with `headFirst`). */
+  open(): void {
+    this.order.open();
+  }
+
+  data(frame: FrameOf<"data">): StreamViolation | undefined {
+    this.outstanding += frame.bytes.byteLength;
+    if (this.outstanding > this.window) return violation(`data frame ${frame.seq} goes past the flow-control window of ${this.window} bytes`);
+    if (!this.order.data(frame.seq, frame.bytes)) return violation(`data frame ${frame.seq} repeated or past the end`);
+    return undefined;
+  }
+
+  end(frame: FrameOf<"end">): StreamViolation | undefined {
+    if (!this.order.end(frame.count)) return violation(`end after ${frame.count} data frames contradicts the frames sent`);
+    this.endSeen = true;
+    return undefined;
+  }
+
+  /**
+   * `bytes` of the body were passed on (written to the client or the local socket): the window frame that
+   * gives them back, or undefined when there is nothing to give (the peer has sent its end).
+   */
+  acknowledge(bytes: number): FrameOf<"window"> | undefined {
+    this.outstanding -= bytes;
+    if (this.endSeen || bytes <= 0) return undefined;
+    return { type: "window", stream: this.stream, increment: bytes };
+  }
+}
+
+/** Both directions of one stream, as seen from one end. */
+export class StreamCore {
+  readonly send: SendHalf;
+  readonly receive: ReceiveHalf;
+
+  constructor(
+    readonly id: number,
+    sink: OrderedSink,
+    options: { headFirst: boolean; receiveWindow?: number; sendWindow?: number },
+  ) {
+    this.send = new SendHalf(id, options.sendWindow);
+    this.receive = new ReceiveHalf(id, sink, { headFirst: options.headFirst, window: options.receiveWindow });
+  }
+
+  /** Applies a flow frame from the peer; a violation means the stream must be reset with it. */
+  onFrame(frame: FrameOf<"data"> | FrameOf<"end"> | FrameOf<"window">): StreamViolation | undefined {
+    switch (frame.type) {
+      case "data":
+        return this.receive.data(frame);
+      case "end":
+        return this.receive.end(frame);
+      case "window":
+        return this.send.grant(frame.increment);
+    }
+  }
+
+  reset(failure: { code: string; message: string }): FrameOf<"reset"> {
+    return { type: "reset", stream: this.id, code: failure.code, message: failure.message };
+  }
+}

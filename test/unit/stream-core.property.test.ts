@@ -1,0 +1,144 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { StreamCore, MAX_STREAM_WINDOW } from "../../src/tunnels/stream-core.ts";
+import { MAX_DATA_CHUNK, type FrameOf } from "../../src/tunnels/protocol.ts";
+
+/** A receiving end that records what its core delivers. */
+function receiver(window: number, headFirst = false) {
+  const delivered: Uint8Array[] = [];
+  let ends = 0;
+  const core = new StreamCore(1, { data: (bytes) => delivered.push(bytes), end: () => ends++ }, { headFirst, receiveWindow: window });
+  return { core, body: () => Buffer.concat(delivered), ends: () => ends, deliveredBytes: () => delivered.reduce((sum, bytes) => sum + bytes.byteLength, 0) };
+}
+
+const data = (seq: number, length: number): FrameOf<"data"> => ({ type: "data", stream: 1, seq, bytes: new Uint8Array(length).fill(seq % 251) });
+
+describe("stream core: a sender and a receiver over a channel that reorders", () => {
+  it("any interleaving of frames within the window is accepted and delivers the body in order, once", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.uint8Array({ minLength: 1, maxLength: 3 * MAX_DATA_CHUNK }), { maxLength: 12 }),
+        fc.integer({ min: MAX_DATA_CHUNK, max: 4 * MAX_DATA_CHUNK }),
+        fc.array(fc.nat(), { minLength: 1, maxLength: 64 }),
+        (chunks, window, choices) => {
+          const sink = receiver(window);
+          const sender = new StreamCore(1, { data: () => undefined, end: () => undefined }, { headFirst: false, sendWindow: window });
+          const pending = chunks.flatMap((chunk) => [...sender.send.frames(chunk)]);
+          const toReceiver: Array<FrameOf<"data"> | FrameOf<"end">> = [];
+          const toSender: Array<FrameOf<"window">> = [];
+          let delivered = 0;
+          let ended = false;
+          for (let step = 0; step < 100_000; step++) {
+            const choice = choices[step % choices.length] + step;
+            // the sender sends what the window allows; the end after the last data frame
+            while (pending.length > 0 && sender.send.fits(pending[0])) {
+              const frame = pending.shift()!;
+              sender.send.sent(frame);
+              toReceiver.push(frame);
+            }
+            if (pending.length === 0 && !ended) {
+              ended = true;
+              toReceiver.push(sender.send.end());
+            }
+            // the channel hands over any frame in flight, in any order; acknowledgements too
+            if (toReceiver.length > 0 && choice % 3 !== 0) {
+              const [frame] = toReceiver.splice(choice % toReceiver.length, 1);
+              expect(sink.core.onFrame(frame)).toBeUndefined();
+            } else if (toSender.length > 0) {
+              const [frame] = toSender.splice(choice % toSender.length, 1);
+              expect(sender.onFrame(frame)).toBeUndefined();
+            }
+            // the consumer passes delivered bytes on, some at a time
+            const fresh = sink.deliveredBytes() - delivered;
+            if (fresh > 0 && choice % 2 === 0) {
+              delivered += fresh;
+              const ack = sink.core.receive.acknowledge(fresh);
+              if (ack) toSender.push(ack);
+            }
+            if (ended && toReceiver.length === 0 && sink.ends() === 1) break;
+            if (toReceiver.length === 0 && toSender.length === 0 && fresh === 0 && pending.length > 0 && !sender.send.fits(pending[0])) {
+              throw new Error("stuck: the window never reopened");
+            }
+          }
+          expect(sink.ends()).toBe(1);
+          expect(sink.body()).toEqual(Buffer.concat(chunks));
+        },
+      ),
+    );
+  });
+
+  it("any data frame past the window is a protocol error on the stream, whatever came before", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 4 * MAX_DATA_CHUNK }), fc.array(fc.integer({ min: 1, max: MAX_DATA_CHUNK }), { minLength: 1, maxLength: 20 }), (window, sizes) => {
+        const sink = receiver(window);
+        let inFlight = 0;
+        for (const [seq, size] of sizes.entries()) {
+          const verdict = sink.core.onFrame(data(seq, size));
+          inFlight += size;
+          if (inFlight > window) {
+            expect(verdict).toEqual({ code: "protocol_error", message: `data frame ${seq} goes past the flow-control window of ${window} bytes` });
+            return;
+          }
+          expect(verdict).toBeUndefined();
+        }
+      }),
+    );
+  });
+
+  it("bytes acknowledged may be sent again: the window is what is in flight, not a total", () => {
+    const sink = receiver(100);
+    expect(sink.core.onFrame(data(0, 100))).toBeUndefined();
+    expect(sink.core.receive.acknowledge(60)).toEqual({ type: "window", stream: 1, increment: 60 });
+    expect(sink.core.onFrame(data(1, 60))).toBeUndefined();
+    expect(sink.core.onFrame(data(2, 1))).toMatchObject({ code: "protocol_error" });
+  });
+});
+
+describe("stream core: the rest of the state machine", () => {
+  it("delivers nothing before the head when made head-first, then everything in order", () => {
+    const sink = receiver(1000, true);
+    sink.core.onFrame(data(1, 2));
+    sink.core.onFrame(data(0, 1));
+    sink.core.onFrame({ type: "end", stream: 1, count: 2 });
+    expect(sink.deliveredBytes()).toBe(0);
+    sink.core.receive.open();
+    expect(sink.body()).toEqual(Buffer.from([0, 1, 1]));
+    expect(sink.ends()).toBe(1);
+  });
+
+  it("refuses a repeated frame, a frame past the end, and an end that contradicts the frames seen", () => {
+    const repeated = receiver(1000);
+    repeated.core.onFrame(data(0, 1));
+    expect(repeated.core.onFrame(data(0, 1))).toEqual({ code: "protocol_error", message: "data frame 0 repeated or past the end" });
+    const pastEnd = receiver(1000);
+    pastEnd.core.onFrame({ type: "end", stream: 1, count: 1 });
+    expect(pastEnd.core.onFrame(data(1, 1))).toEqual({ code: "protocol_error", message: "data frame 1 repeated or past the end" });
+    const contradicted = receiver(1000);
+    contradicted.core.onFrame(data(3, 1));
+    expect(contradicted.core.onFrame({ type: "end", stream: 1, count: 2 })).toEqual({ code: "protocol_error", message: "end after 2 data frames contradicts the frames sent" });
+  });
+
+  it("asks for no acknowledgement once the peer has ended (it sends nothing more)", () => {
+    const sink = receiver(1000);
+    sink.core.onFrame(data(0, 10));
+    sink.core.onFrame({ type: "end", stream: 1, count: 1 });
+    expect(sink.core.receive.acknowledge(10)).toBeUndefined();
+  });
+
+  it("sends only within the window, and refuses a grant past the largest window", () => {
+    const core = new StreamCore(5, { data: () => undefined, end: () => undefined }, { headFirst: false, sendWindow: 10 });
+    const [first, second] = [...core.send.frames(new Uint8Array(MAX_DATA_CHUNK + 10))];
+    expect(first).toMatchObject({ stream: 5, seq: 0 });
+    expect(second).toMatchObject({ stream: 5, seq: 1 });
+    expect(core.send.fits(first)).toBe(false);
+    expect(() => core.send.sent(first)).toThrow(RangeError);
+    expect(core.send.fits(second)).toBe(true);
+    core.send.sent(second);
+    expect(core.send.available).toBe(0);
+    expect(core.onFrame({ type: "window", stream: 5, increment: 10 })).toBeUndefined();
+    expect(core.send.available).toBe(10);
+    expect(core.onFrame({ type: "window", stream: 5, increment: MAX_STREAM_WINDOW })).toEqual({ code: "protocol_error", message: `window increment of ${MAX_STREAM_WINDOW} grows the window past ${MAX_STREAM_WINDOW} bytes` });
+    expect(core.send.end()).toEqual({ type: "end", stream: 5, count: 2 });
+    expect(core.reset({ code: "cancelled", message: "bye" })).toEqual({ type: "reset", stream: 5, code: "cancelled", message: "bye" });
+  });
+});
