@@ -44,6 +44,22 @@ export interface EdgeStreamsOptions {
 
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 
+/**
+ * The request headers as the public client sent them, where the platform rewrote one and kept the original.
+ * Cloudflare sets every incoming request's `Accept-Encoding` to `br, gzip` before the Worker runs and keeps
+ * the client's value in `request.cf.clientAcceptEncoding` ("the original value of the Accept-Encoding header
+ * if Cloudflare modified it"); Miniflare under `wrangler dev` does the same, with "" when the client sent
+ * none. Absent, the header is the client's own.
+ */
+export function clientRequestHeaders(headers: Headers, cf: unknown): Headers {
+  const original = (cf as { clientAcceptEncoding?: unknown } | undefined)?.clientAcceptEncoding;
+  if (typeof original !== "string") return headers;
+  const restored = new Headers(headers);
+  if (original === "") restored.delete("accept-encoding");
+  else restored.set("accept-encoding", original);
+  return restored;
+}
+
 class EdgeStream {
   closed = false;
   answered = false;

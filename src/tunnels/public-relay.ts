@@ -9,6 +9,7 @@ import { tunnelNotFound } from "./errors.ts";
 import type { HostCache } from "./host-cache.ts";
 import type { HostClaim } from "./host-claims.ts";
 import type { TunnelServices } from "./services.ts";
+import { clientRequestHeaders } from "./edge-streams.ts";
 import { OFFLINE_HEADER, RELAY_PATH } from "./session-object.ts";
 
 async function resolveHost(env: Env, hosts: HostCache, label: string, fresh: boolean): Promise<{ claim: HostClaim; cached: boolean } | undefined> {
@@ -45,7 +46,9 @@ export async function relayToTunnel(request: Request, env: Env, services: Tunnel
         relay.searchParams.set("scheme", url.protocol.replace(":", ""));
         relay.searchParams.set("host", host);
         const session = env.TUNNEL_SESSION.get(env.TUNNEL_SESSION.idFromName(claim.sessionId));
-        const answer = await session.fetch(relay, { method: original.method, headers: exchange.request.headers, body: original.body });
+        // the local service gets the client's Accept-Encoding, not the one the platform put in its place
+        const headers = clientRequestHeaders(exchange.request.headers, request.cf);
+        const answer = await session.fetch(relay, { method: original.method, headers, body: original.body });
         if (answer.headers.has(OFFLINE_HEADER)) {
           offline = true;
           services.hosts.forget(label);
