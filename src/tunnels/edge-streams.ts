@@ -45,19 +45,27 @@ export interface EdgeStreamsOptions {
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 
 /**
- * The request headers as the public client sent them, where the platform rewrote one and kept the original.
+ * Carries the public client's own `Accept-Encoding` from the Worker to the session object: "" when it sent
+ * none, absent when the platform did not replace it. The relay subrequest keeps the platform's header and
+ * only the request head the agent gets has the client's: with the header removed from the subrequest,
+ * bench:tunnel's 10 MiB download through a tunnel fell from ~0.30 × to ~0.13 × the origin route.
+ */
+export const CLIENT_ACCEPT_ENCODING_HEADER = "x-tollgate-client-accept-encoding";
+
+/**
+ * The relay subrequest's headers: the client's, with what the platform replaced marked for `open`.
  * Cloudflare sets every incoming request's `Accept-Encoding` to `br, gzip` before the Worker runs and keeps
  * the client's value in `request.cf.clientAcceptEncoding` ("the original value of the Accept-Encoding header
  * if Cloudflare modified it"); Miniflare under `wrangler dev` does the same, with "" when the client sent
- * none. Absent, the header is the client's own.
+ * none. Absent, the header is the client's own. A marker the client sent itself is dropped.
  */
 export function clientRequestHeaders(headers: Headers, cf: unknown): Headers {
   const original = (cf as { clientAcceptEncoding?: unknown } | undefined)?.clientAcceptEncoding;
-  if (typeof original !== "string") return headers;
-  const restored = new Headers(headers);
-  if (original === "") restored.delete("accept-encoding");
-  else restored.set("accept-encoding", original);
-  return restored;
+  if (typeof original !== "string" && !headers.has(CLIENT_ACCEPT_ENCODING_HEADER)) return headers;
+  const marked = new Headers(headers);
+  if (typeof original === "string") marked.set(CLIENT_ACCEPT_ENCODING_HEADER, original);
+  else marked.delete(CLIENT_ACCEPT_ENCODING_HEADER);
+  return marked;
 }
 
 class EdgeStream {
@@ -126,9 +134,16 @@ export class EdgeStreams {
 
     // The public Host travels in the head: a subrequest to the session object carries the object's own host.
     const headers: Array<[string, string]> = [["host", request.host]];
+    const clientAcceptEncoding = request.headers.get(CLIENT_ACCEPT_ENCODING_HEADER);
     request.headers.forEach((value, name) => {
-      if (name !== "host" && !HOP_BY_HOP_HEADERS.has(name)) headers.push([name, value]);
+      if (name === "host" || name === CLIENT_ACCEPT_ENCODING_HEADER || HOP_BY_HOP_HEADERS.has(name)) return;
+      if (name === "accept-encoding" && clientAcceptEncoding !== null) {
+        if (clientAcceptEncoding !== "") headers.push([name, clientAcceptEncoding]);
+        return;
+      }
+      headers.push([name, value]);
     });
+    if (clientAcceptEncoding && !request.headers.has("accept-encoding")) headers.push(["accept-encoding", clientAcceptEncoding]);
     this.options.send({
       type: "request_head",
       stream: id,

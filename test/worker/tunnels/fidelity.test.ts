@@ -29,11 +29,14 @@ describe("the request head the agent gets", () => {
       [{ headers: { "accept-encoding": "br, gzip" }, cf: { clientAcceptEncoding: "deflate;q=0.5, zstd" } }, "deflate;q=0.5, zstd"],
       // nothing rewritten: the header is the client's own
       [{ headers: { "accept-encoding": "gzip" } }, "gzip"],
+      // a client cannot pose as the platform with the edge's own marker
+      [{ headers: { "accept-encoding": "gzip", "x-tollgate-client-accept-encoding": "" } }, "gzip"],
     ];
     for (const [init, expected] of cases) {
       const pending = publicFetch(started.public_url!, "/", init);
       const head = await agent.next("request_head");
       expect(head.headers.filter(([name]) => name === "accept-encoding").map(([, value]) => value)).toEqual(expected === undefined ? [] : [expected]);
+      expect(head.headers.map(([name]) => name)).not.toContain("x-tollgate-client-accept-encoding");
       agent.sendBatch([
         { type: "response_head", stream: head.stream, status: 204, headers: [] },
         { type: "end", stream: head.stream, count: 0 },
