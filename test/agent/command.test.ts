@@ -50,8 +50,8 @@ describe("tollgate agent http", () => {
     [["agent", "http", "99999"], "address '99999': port 99999 is out of range (1 to 65535)"],
     [["agent", "http", "3000", "--all"], "--all belongs to agent start"],
     [["agent", "http", "3000", "--web-addr", "4040"], "--web-addr: must be host:port"],
-    [["agent", "http", "3000", "--bogus"], "Unknown option '--bogus'"],
-    [["agent", "fly"], "unknown agent command 'fly'"],
+    [["agent", "http", "3000", "--bogus"], "unknown flag '--bogus'"],
+    [["agent", "fly"], "unknown agent command 'fly' (agent commands: http, start, config)"],
   ])("%j is an error: %s", async (argv, message) => {
     const command = await build(argv);
     expect(command.kind).toBe("error");

@@ -11,9 +11,9 @@ import { resolveSettings } from "./agent-settings.ts";
 import { error, issuesText, type Command, type CommandEnvironment, type FlagValues } from "./command.ts";
 import { outputPlan } from "./output.ts";
 
-export async function httpCommand(args: readonly string[], values: FlagValues, { cwd, env }: CommandEnvironment, style: "agent" | "ngrok", usage: string): Promise<Command> {
+export async function httpCommand(args: readonly string[], values: FlagValues, { cwd, env }: CommandEnvironment, style: "agent" | "ngrok", hint: string): Promise<Command> {
   const spelled = style === "agent" ? "agent http" : "http";
-  if (args.length !== 1) return error(`${spelled} takes one address (a port, host:port or URL), got ${args.length}\n\n${usage}`);
+  if (args.length !== 1) return error(`${spelled} takes one address (a port, host:port or URL), got ${args.length}\n${hint}`);
   if (values.all) return error(`--all belongs to ${style === "agent" ? "agent start" : "start"}`);
   if (values.none) return error("--none belongs to start");
 

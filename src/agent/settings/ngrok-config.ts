@@ -18,7 +18,7 @@ export interface Translation {
   sourcePath(path: readonly PathSegment[]): PathSegment[];
 }
 
-const WORKERS_HTTP_ONLY = "Tollgate tunnels carry HTTP(S) only: Cloudflare Workers ingress accepts only HTTP(S)";
+export const WORKERS_HTTP_ONLY = "Tollgate tunnels carry HTTP(S) only: Cloudflare Workers ingress accepts only HTTP(S)";
 
 /** Agent-level keys (v2: top level, v3: under `agent`) with a Tollgate meaning: ngrok key → Tollgate key. */
 const AGENT_KEYS: Record<string, string> = {
