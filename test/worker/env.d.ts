@@ -1,7 +1,0 @@
-import type { Env as WorkerEnv } from "../../src/env.ts";
-
-declare global {
-  namespace Cloudflare {
-    interface Env extends WorkerEnv {}
-  }
-}
