@@ -17,9 +17,10 @@ export const LIMITS = {
 /** Request header that names the accuracy run's bucket (a fresh bucket per run). */
 export const ACCURACY_BUCKET_HEADER = "x-bench-bucket";
 
-export const PATHS = { bare: "/bare", limited: "/limited", flood: "/flood", accuracy: "/accuracy" } as const;
+export const PATHS = { bare: "/bare", limited: "/limited", rollout: "/rollout", flood: "/flood", accuracy: "/accuracy" } as const;
 
-function rateLimitPolicy(name: string, capacity: number, rate: string, bucketKey: string): string {
+/** `extra`: further config lines, e.g. `enforce: false`. */
+function rateLimitPolicy(name: string, capacity: number, rate: string, bucketKey: string, extra: readonly string[] = []): string {
   return [
     "inbound:",
     "  - actions:",
@@ -29,6 +30,7 @@ function rateLimitPolicy(name: string, capacity: number, rate: string, bucketKey
     "          algorithm: sliding_window",
     `          capacity: ${capacity}`,
     `          rate: ${rate}`,
+    ...extra.map((line) => `          ${line}`),
     "          bucket_key:",
     `            - ${JSON.stringify(bucketKey)}`,
     "",
@@ -49,6 +51,11 @@ export function benchPolicyFiles(origin: string): Record<string, string> {
     `        match: ${PATHS.limited}`,
     `        upstream: ${origin}`,
     "        traffic_policy: bench-allowed.yaml",
+    // The allowed path again with what a roll-out turns on: shadow mode and RateLimit header fields.
+    "      - id: edghtsrt_rollout",
+    `        match: ${PATHS.rollout}`,
+    `        upstream: ${origin}`,
+    "        traffic_policy: bench-rollout.yaml",
     "      - id: edghtsrt_flood",
     `        match: ${PATHS.flood}`,
     `        upstream: ${origin}`,
@@ -62,6 +69,10 @@ export function benchPolicyFiles(origin: string): Record<string, string> {
   return {
     "policies/gateway.yaml": gateway,
     "policies/bench-allowed.yaml": rateLimitPolicy("bench-allowed", LIMITS.allowed.capacity, LIMITS.allowed.rate, "conn.client_ip"),
+    "policies/bench-rollout.yaml": rateLimitPolicy("bench-rollout", LIMITS.allowed.capacity, LIMITS.allowed.rate, "conn.client_ip", [
+      "enforce: false",
+      "ratelimit_headers: true",
+    ]),
     "policies/bench-flood.yaml": rateLimitPolicy("bench-flood", LIMITS.flood.capacity, LIMITS.flood.rate, "conn.client_ip"),
     "policies/bench-accuracy.yaml": rateLimitPolicy(
       "bench-accuracy",

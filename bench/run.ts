@@ -39,6 +39,7 @@ try {
   const targets: Target[] = [
     { id: "bare", label: "bare pass-through", url: stack.gateway.url + PATHS.bare, kind: "bare", cpuSeconds: stack.gateway.cpuSeconds },
     { id: "allowed", label: "rate-limit, allowed path", url: stack.gateway.url + PATHS.limited, kind: "allowed", ...gw },
+    { id: "rollout", label: "allowed path, enforce: false + RateLimit headers", url: stack.gateway.url + PATHS.rollout, kind: "allowed", ...gw },
     { id: "flood", label: "rate-limit, flood", url: stack.gateway.url + PATHS.flood, kind: "flood", ...gw },
     { id: "peer-allowed", label: "peer: hono-rate-limiter + DO, allowed", url: `${stack.peer.url}/allowed`, kind: "allowed", ...peer },
     { id: "peer-flood", label: "peer: hono-rate-limiter + DO, flood", url: `${stack.peer.url}/flood`, kind: "flood", ...peer },
@@ -72,6 +73,8 @@ try {
   const caveat = (...ids: string[]) => caveatFor(ids.map(row));
   const checks = [
     atLeast("allowed path vs bare", row("allowed").ratioToBare, 0.8, caveat("bare", "allowed")),
+    // Shadow mode and RateLimit headers may cost at most 5 % of the allowed path's throughput.
+    atLeast("allowed path with enforce: false + RateLimit headers vs allowed path", roundRatio(samples, "rollout", "allowed"), 0.95, caveat("allowed", "rollout")),
     atLeast("flood vs bare", row("flood").ratioToBare, 1.0, caveat("bare", "flood")),
     atLeast("allowed path vs peer allowed path", roundRatio(samples, "allowed", "peer-allowed"), 1.5, caveat("allowed", "peer-allowed")),
     atLeast("flood vs peer flood", roundRatio(samples, "flood", "peer-flood"), 1.5, caveat("flood", "peer-flood")),

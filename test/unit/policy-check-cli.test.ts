@@ -47,6 +47,20 @@ describe("npm run policy:check", () => {
     );
   });
 
+  it("passes a policy written with ngrok's phase names", () => {
+    const root = repoWith({ "gateway.yaml": gateway, "api.yaml": "on_http_request:\n  - actions: [{ type: deny }]\non_http_response: []\n" });
+    expect(run(root)).toMatchObject({ code: 0, errors: [] });
+  });
+
+  it("refuses a policy mixing both phase styles, located", () => {
+    const root = repoWith({ "gateway.yaml": gateway, "api.yaml": "inbound: []\non_http_response: []\n" });
+    const result = run(root);
+    expect(result.code).toBe(1);
+    expect(result.errors[0]).toBe(
+      "policies/api.yaml:2: on_http_response: cannot be mixed with inbound/outbound in one document: use on_http_request/on_http_response or inbound/outbound",
+    );
+  });
+
   it("exits 1 and prints file:line: path: message for each problem", () => {
     const root = repoWith({
       "gateway.yaml": gateway,

@@ -5,7 +5,7 @@
 
 import { env } from "cloudflare:test";
 import { parseList } from "structured-headers";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import type { Env } from "../../../src/env.ts";
 import type { DataPointWriter } from "../../../src/gateway/decision-sink.ts";
 import { upstreamHandlers } from "../../../src/worker.ts";
@@ -113,6 +113,18 @@ describe("RateLimit header fields through the Worker", () => {
     }
     expect(answers[3].status).toBe(429);
     expect(current[3].t).toBe(Number(answers[3].headers.get("retry-after")));
+  });
+
+  it("are added to an origin's response, whose headers fetch made immutable, with its status and body intact", async () => {
+    const origin = `http://127.0.0.1:${inject("upstreamPort")}`;
+    const routes = singleEdge(`      - { id: r, match: /, upstream: "${origin}", traffic_policy: p.yaml }\n`, {
+      "policies/p.yaml": limit("inbound", "capacity: 1000, enforce: false, ratelimit_headers: true"),
+    });
+    const response = await send(routes, request());
+    const body = await response.text();
+    expect(response.status).toBe(200);
+    expect(body.length).toBeGreaterThan(0);
+    expect(members(response, "ratelimit")).toEqual([{ policy: "per-client", r: 999, t: expect.any(Number) }]);
   });
 
   it("are absent on a route whose limits do not opt in", async () => {
