@@ -63,7 +63,7 @@ async function runAgent(config: Parameters<typeof startAgent>[0]["config"], tunn
   const stopLogging = log ? logAgent(agent, log) : () => undefined;
   let hideStatus: (() => void) | undefined;
   try {
-    if (screen) hideStatus = showStatus(agent, io.stdout);
+    if (screen) hideStatus = showStatus(agent, io.stdout, { env: io.env });
     const outcome = await new Promise<{ code: number; message?: string }>((resolve) => {
       if (io.signal.aborted) resolve({ code: 0 });
       io.signal.addEventListener("abort", () => resolve({ code: 0 }), { once: true });
