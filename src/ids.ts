@@ -1,6 +1,6 @@
 /** Resource ids: a prefix plus 27 base62 characters that sort by creation time. */
 
-const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+export const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 const ID_BODY_LENGTH = 27;
 const RANDOM_BYTES = 14;
 

@@ -9,7 +9,8 @@ import { TunnelErrorCode } from "./errors.ts";
 import { normalizeDomain, publicBaseOf } from "./hostnames.ts";
 import { PROTOCOL_VERSION } from "./protocol.ts";
 import type { TunnelServices } from "./services.ts";
-import { CONNECT_PATH, SESSION_INFO_HEADER, type SessionInfo } from "./session-object.ts";
+import { CONNECT_PATH, SESSION_INFO_HEADER } from "./session-object.ts";
+import type { SessionInfo } from "./session-store.ts";
 
 /** Header in which the agent names the protocol version it speaks. */
 export const PROTOCOL_HEADER = "tollgate-protocol";

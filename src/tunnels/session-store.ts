@@ -1,0 +1,75 @@
+/**
+ * What a tunnel session keeps in its object's storage, so it outlives hibernation: who the session is
+ * (its meta), its tunnels, and the stream-id reservation. Synchronous: the SQLite-backed KV API.
+ */
+
+import type { PublicBase } from "./hostnames.ts";
+import type { ReservationStore } from "./stream-ids.ts";
+
+/** What the Worker tells a new session about itself. */
+export interface SessionInfo {
+  readonly sessionId: string;
+  readonly accountId: string;
+  readonly region: string;
+  readonly domain: string;
+  readonly publicBase: PublicBase;
+  readonly heartbeatMs: number;
+  /** The address the agent connected from, for the session record. */
+  readonly clientIp: string;
+  /** The public id of the API key the agent authenticated with (`cr_…`). */
+  readonly credentialId: string;
+}
+
+export interface SessionMeta extends SessionInfo {
+  readonly connectedAt: number;
+}
+
+export interface SessionTunnel {
+  readonly id: string;
+  readonly name: string;
+  /** Public host label, for endpoint tunnels. */
+  readonly label?: string;
+}
+
+const META_KEY = "meta";
+const STREAM_IDS_KEY = "stream-ids";
+const TUNNEL_PREFIX = "tunnel:";
+
+export class SessionStore {
+  constructor(private readonly kv: SyncKvStorage) {}
+
+  meta(): SessionMeta | undefined {
+    return this.kv.get<SessionMeta>(META_KEY);
+  }
+
+  saveMeta(meta: SessionMeta): void {
+    this.kv.put(META_KEY, meta);
+  }
+
+  tunnel(id: string): SessionTunnel | undefined {
+    return this.kv.get<SessionTunnel>(TUNNEL_PREFIX + id);
+  }
+
+  tunnels(): SessionTunnel[] {
+    return [...this.kv.list<SessionTunnel>({ prefix: TUNNEL_PREFIX })].map(([, tunnel]) => tunnel);
+  }
+
+  saveTunnel(tunnel: SessionTunnel): void {
+    this.kv.put(TUNNEL_PREFIX + tunnel.id, tunnel);
+  }
+
+  deleteTunnel(id: string): void {
+    this.kv.delete(TUNNEL_PREFIX + id);
+  }
+
+  /** Forgets the session and its tunnels (the stream-id reservation stays: hibernated sockets may still hold ids). */
+  forgetSession(): void {
+    for (const tunnel of this.tunnels()) this.deleteTunnel(tunnel.id);
+    this.kv.delete(META_KEY);
+  }
+
+  readonly streamIds: ReservationStore = {
+    read: () => this.kv.get<number>(STREAM_IDS_KEY),
+    write: (reservedUpTo) => this.kv.put(STREAM_IDS_KEY, reservedUpTo),
+  };
+}
