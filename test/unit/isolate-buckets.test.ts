@@ -145,7 +145,8 @@ describe("bucket ids", () => {
     }
     const grown = heapAfterGc() - before;
     expect(buckets.size).toBe(1_000);
-    // 1,000 keys of 60 KB held as they came would be 60 MB.
-    expect(grown).toBeLessThan(1_000 * BUCKET_ENTRY_BYTES);
+    // 1,000 keys of 60 KB held as they came would be 60 MB; fixed ids cost about BUCKET_ENTRY_BYTES each
+    // (measured exactly in the test above), so allow 2 MiB for the rest of what a loop leaves on the heap.
+    expect(grown).toBeLessThan(2 * 1024 * 1024);
   });
 });
