@@ -20,9 +20,27 @@ const BUCKET_KEY_FORMS: ReadonlyArray<[RegExp, (match: RegExpMatchArray) => (exc
   [/^req\.host$/, () => (exchange) => exchange.request.host],
   // Grouped: one bucket per IPv4 address, per IPv6 /64 (the CEL variable stays the exact address).
   [/^conn\.client_ip$/, () => (exchange) => clientIpBucket(exchange.clientIp)],
-  [/^req\.headers\['([a-z0-9!#$%&*+.^_`|~-]+)'\]$/, ([, name]) => (exchange) => exchange.request.headers.get(name) ?? ""],
-  [/^getReqHeader\('([A-Za-z0-9!#$%&*+.^_`|~-]+)'\)$/, ([, name]) => (exchange) => exchange.request.headers.get(name) ?? ""],
+  [/^req\.headers\['([a-z0-9!#$%&*+.^_`|~-]+)'\]$/, ([, name]) => headerReader(name)],
+  [/^getReqHeader\('([A-Za-z0-9!#$%&*+.^_`|~-]+)'\)$/, ([, name]) => headerReader(name)],
 ];
+
+/** Headers whose value starts with an auth scheme, which is case-insensitive (RFC 9110 §11.1). */
+const CREDENTIAL_HEADERS = new Set(["authorization", "proxy-authorization"]);
+
+function headerReader(name: string): (exchange: Exchange) => string {
+  const lower = name.toLowerCase();
+  if (!CREDENTIAL_HEADERS.has(lower)) return (exchange) => exchange.request.headers.get(lower) ?? "";
+  return (exchange) => canonicalCredentials(exchange.request.headers.get(lower) ?? "");
+}
+
+/**
+ * `Bearer k`, `bearer k` and `BEARER\tk` are one credential: as a bucket key the scheme is lower-cased and
+ * the white space after it folded, so spelling variants of one key cannot open several buckets.
+ */
+export function canonicalCredentials(value: string): string {
+  const match = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+)[ \t]+(.*)$/.exec(value.trim());
+  return match ? `${match[1].toLowerCase()} ${match[2]}` : value;
+}
 
 function bucketKeyReader(expression: string): ((exchange: Exchange) => string) | undefined {
   for (const [pattern, reader] of BUCKET_KEY_FORMS) {
