@@ -2,12 +2,11 @@
 
 import type { Env } from "../env.ts";
 import { ErrorCode, ServiceError } from "../errors.ts";
-import type { CompiledPolicy } from "../policy/compile.ts";
 import { runPhase } from "../policy/evaluate.ts";
 import { initialVars, type ActionServices, type Exchange } from "../policy/exchange.ts";
+import type { PolicyTarget } from "../policy/target.ts";
 import type { IsolateBuckets } from "../limiter/isolate-buckets.ts";
-import type { CompiledPolicyCache } from "../tunnels/policy-cache.ts";
-import { ingressId } from "./ingress.ts";
+import { ingressId } from "../ingress.ts";
 import { withRateLimitFields } from "../policy/rate-limit-fields.ts";
 import { rateLimitServices } from "./limiter-client.ts";
 import type { RouteTable } from "./route-table.ts";
@@ -23,25 +22,15 @@ export function clientIp(request: Request): string {
   return request.headers.get("cf-connecting-ip") ?? "";
 }
 
-/** What one isolate remembers across requests; worker.ts makes one per isolate and passes it in. */
+/** What the gateway remembers across requests in one isolate; worker.ts makes one per isolate and passes it in. */
 export interface IsolateState {
   readonly buckets: IsolateBuckets;
   readonly routeModules: RouteModulesCache;
   readonly breakers: BreakerMemory;
-  /** Compiled tunnel traffic policies, bounded by bytes. */
-  readonly tunnelPolicies: CompiledPolicyCache;
-}
-
-export interface Target {
-  /** Namespace of the target's rate-limit buckets. */
-  readonly scope: string;
-  readonly policy: CompiledPolicy;
-  /** Sends the request (after the inbound policy) to the target and returns its answer. */
-  forward(request: Request, exchange: Exchange): Promise<Response>;
 }
 
 /** Runs inbound policy → target → outbound policy for one request. */
-export async function runThroughPolicy(request: Request, env: Env, isolate: IsolateState, target: Target): Promise<Response> {
+export async function runThroughPolicy(request: Request, env: Env, isolate: IsolateState, target: PolicyTarget): Promise<Response> {
   const url = new URL(request.url);
   const exchange: Exchange = {
     scope: target.scope,
