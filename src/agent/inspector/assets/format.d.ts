@@ -21,7 +21,12 @@ interface SummaryLike {
   readonly state: string;
   readonly uri: string;
   readonly method: string;
+  readonly tunnel_name?: string;
 }
 export function statusClass(summary: SummaryLike): string;
 export function statusLabel(summary: SummaryLike): string;
-export function matchesFilter(summary: SummaryLike, filter: { path?: string; method?: string; status?: string }): boolean;
+export function matchesFilter(summary: SummaryLike, filter: { path?: string; method?: string; status?: string; tunnel?: string }): boolean;
+export function clockTime(rfc3339: string): string;
+export function failureText(error: { code: string; message: string } | null | undefined): { title: string; detail: string; text: string };
+export function apiErrorMessage(body: unknown, fallback: string): string;
+export function replayField(message: string): "method" | "uri" | "headers" | "body" | null;

@@ -130,12 +130,13 @@ export function statusLabel(summary) {
 }
 
 /**
- * Filters: path is a substring of the path and query (any case); method exact; status "404", "4xx"/"4",
- * "error" or "pending".
+ * Filters: path is a substring of the path and query (any case); method and tunnel exact; status "404",
+ * "4xx"/"4", "error" or "pending".
  */
-export function matchesFilter(summary, { path = "", method = "", status = "" }) {
+export function matchesFilter(summary, { path = "", method = "", status = "", tunnel = "" }) {
   if (path && !summary.uri.toLowerCase().includes(path.trim().toLowerCase())) return false;
   if (method && summary.method !== method) return false;
+  if (tunnel && summary.tunnel_name !== tunnel) return false;
   const wanted = status.trim().toLowerCase();
   if (wanted) {
     if (wanted === "error" || wanted === "failed") return summary.state === "failed";
@@ -173,4 +174,44 @@ export function parseHeaderLines(text) {
     (headers[name] ||= []).push(line.slice(colon + 1).trim());
   }
   return { headers };
+}
+
+/** An RFC 3339 time → "19:39:56.107" in the browser's time zone ("" when it does not parse). */
+export function clockTime(rfc3339) {
+  const date = new Date(rfc3339);
+  if (Number.isNaN(date.getTime())) return "";
+  const two = (n) => String(n).padStart(2, "0");
+  return `${two(date.getHours())}:${two(date.getMinutes())}:${two(date.getSeconds())}.${String(date.getMilliseconds()).padStart(3, "0")}`;
+}
+
+const FAILURES = {
+  upstream_unreachable: ["The local service could not be reached", "Nothing accepted the connection at the tunnel's address. Is the service running? The public client got a 502 from the edge."],
+  upstream_timeout: ["The local service did not answer in time", "The public client got a 502 from the edge."],
+  upstream_error: ["The local service broke the exchange", "It closed the connection or sent a response that is not HTTP. The public client got a 502 from the edge."],
+  cancelled: ["The public client went away", "It closed the connection before the response was complete."],
+};
+
+/** Why an exchange has no response, in words: {title, detail (the agent's message and code), text}. */
+export function failureText(error) {
+  const detail = error ? `${error.message} (${error.code})` : "";
+  const known = error && FAILURES[error.code];
+  if (known) return { title: known[0], detail, text: known[1] };
+  return { title: "The exchange failed", detail, text: "No response was recorded." };
+}
+
+/**
+ * An agent API error body → one message. `msg` often ends with `details.err` already ("invalid replay
+ * request: request.method: …"); it is then said once.
+ */
+export function apiErrorMessage(body, fallback) {
+  const msg = body && typeof body.msg === "string" ? body.msg : "";
+  const err = body && body.details && typeof body.details.err === "string" ? body.details.err : "";
+  if (!msg) return err || fallback;
+  return err && !msg.includes(err) ? `${msg}: ${err}` : msg;
+}
+
+/** The replay field an API error names ("request.method: …" → "method"), or null. */
+export function replayField(message) {
+  const match = /\brequest\.(method|uri|headers|body|body_base64)\b/.exec(message || "");
+  return match ? (match[1] === "body_base64" ? "body" : match[1]) : null;
 }

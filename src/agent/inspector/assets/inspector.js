@@ -3,8 +3,9 @@
 // tunnels' status. Captured data is shown with textContent only: it comes from the public internet.
 
 import {
-  base64Bytes, formatBytes, formatDuration, headerLines, headerValue, hexDump, jsonTokens, looksLikeText,
-  matchesFilter, parseHeaderLines, prettyJson, rawText, splitMessage, statusClass, statusLabel, utf8,
+  apiErrorMessage, base64Bytes, clockTime, failureText, formatBytes, formatDuration, headerLines, headerValue, hexDump,
+  jsonTokens, looksLikeText, matchesFilter, parseHeaderLines, prettyJson, rawText, replayField, splitMessage,
+  statusClass, statusLabel, utf8,
 } from "./format.js";
 
 const API = "/api/requests/http";
@@ -17,8 +18,8 @@ const state = {
   detail: null,
   part: "request",
   mode: "pretty",
-  filter: { path: "", method: "", status: "" },
-  tunnels: [],
+  filter: { path: "", method: "", status: "", tunnel: "" },
+  tunnels: [], // from /api/tunnels: {name, public_url, config: {addr}}
 };
 
 function el(tag, props = {}, ...children) {
@@ -36,10 +37,10 @@ function el(tag, props = {}, ...children) {
 async function api(path, init = {}) {
   const response = await fetch(path, { ...init, headers: { "content-type": "application/json", ...(init.headers || {}) } });
   if (!response.ok) {
-    let message = `${response.status} ${response.statusText}`;
+    const fallback = `${response.status} ${response.statusText}`;
+    let message = fallback;
     try {
-      const body = await response.json();
-      message = body.details?.err && body.details.err !== body.msg ? `${body.msg}: ${body.details.err}` : body.msg || message;
+      message = apiErrorMessage(await response.json(), fallback);
     } catch {}
     throw new Error(message);
   }
@@ -82,19 +83,66 @@ function queueRender() {
 function renderList() {
   const all = [...state.requests.values()].sort((a, b) => (a.id < b.id ? 1 : -1));
   const shown = all.filter((summary) => matchesFilter(summary, state.filter));
-  const rows = shown.slice(0, MAX_ROWS).map((summary) =>
-    el(
+  const rows = shown.slice(0, MAX_ROWS).map((summary) => {
+    const meta = [
+      el("time", { class: "time", text: clockTime(summary.start), dateTime: summary.start, title: summary.start }),
+      el("span", { class: "tunnel", text: summary.tunnel_name, title: `tunnel ${summary.tunnel_name}` }),
+    ];
+    if (summary.state !== "pending") meta.push(el("span", { class: "sep" }), el("span", { class: "duration", text: formatDuration(summary.duration) }));
+    if (summary.replay_of) meta.push(el("span", { class: "sep" }), el("span", { class: "replay", text: "↻ replay" }));
+    return el(
       "li",
       { class: "request-row", "data-id": summary.id, "aria-selected": String(summary.id === state.selected), tabIndex: 0 },
       el("span", { class: "method", text: summary.method }),
-      el("span", { class: "path", text: summary.uri, title: summary.uri }, summary.replay_of ? el("span", { class: "replay", text: "↻ replay" }) : null),
+      el("span", { class: "path", text: summary.uri, title: summary.uri }),
       el("span", { class: `status-badge ${statusClass(summary)}`, text: statusLabel(summary), title: summary.error || summary.status || "" }),
-      el("span", { class: "duration", text: summary.state === "pending" ? "" : formatDuration(summary.duration) }),
-    ),
-  );
+      el("span", { class: "meta" }, ...meta),
+    );
+  });
   $("request-list").replaceChildren(...rows);
+  $("request-list").hidden = shown.length === 0;
   $("empty").hidden = all.length > 0;
+  $("no-match").hidden = all.length === 0 || shown.length > 0;
   $("count").textContent = all.length === 0 ? "" : shown.length === all.length ? `${all.length} requests` : `${shown.length} of ${all.length} requests`;
+  renderTunnelFilter(all);
+  renderPlaceholder(all.length);
+}
+
+/** The tunnel filter offers every tunnel running and every tunnel a captured request came through. */
+function renderTunnelFilter(all) {
+  const names = new Set(state.tunnels.map((tunnel) => tunnel.name));
+  for (const summary of all) names.add(summary.tunnel_name);
+  if (state.filter.tunnel) names.add(state.filter.tunnel);
+  const sorted = [...names].sort();
+  const select = $("filter-tunnel");
+  const current = [...select.options].slice(1).map((option) => option.value);
+  if (current.join("\n") === sorted.join("\n")) return;
+  select.replaceChildren(el("option", { value: "", text: "any tunnel" }), ...sorted.map((name) => el("option", { value: name, text: name })));
+  select.value = state.filter.tunnel;
+}
+
+/** The right pane with nothing selected: what to do next, and where to send a first request. */
+function renderPlaceholder(count) {
+  $("placeholder").hidden = !$("detail").hidden;
+  $("placeholder-title").textContent = count === 0 ? "Waiting for the first request" : "Select a request to see it here";
+  $("placeholder-text").hidden = count === 0;
+  const online = count === 0 ? state.tunnels.filter((tunnel) => tunnel.public_url && tunnel.config?.inspect !== false) : [];
+  $("placeholder-send").hidden = online.length === 0;
+  $("placeholder-urls").replaceChildren(
+    ...online.flatMap((tunnel) => [
+      el("span", { class: "tunnel", text: tunnel.name }),
+      el("a", { href: tunnel.public_url, text: tunnel.public_url, target: "_blank", rel: "noopener noreferrer" }),
+      el("span", { class: "tunnel", text: `→ ${tunnel.config.addr}` }),
+    ]),
+  );
+}
+
+async function refreshTunnels() {
+  try {
+    const { tunnels } = await api("/api/tunnels");
+    state.tunnels = tunnels;
+    queueRender();
+  } catch {}
 }
 
 $("request-list").addEventListener("click", (event) => {
@@ -115,12 +163,20 @@ $("request-list").addEventListener("keydown", (event) => {
   }
 });
 
-for (const [id, key] of [["filter-path", "path"], ["filter-method", "method"], ["filter-status", "status"]]) {
+const FILTERS = [["filter-path", "path"], ["filter-method", "method"], ["filter-tunnel", "tunnel"], ["filter-status", "status"]];
+for (const [id, key] of FILTERS) {
   $(id).addEventListener("input", () => {
     state.filter[key] = $(id).value;
     queueRender();
   });
 }
+$("reset-filters").addEventListener("click", () => {
+  for (const [id, key] of FILTERS) {
+    $(id).value = "";
+    state.filter[key] = "";
+  }
+  queueRender();
+});
 $("filters").addEventListener("submit", (event) => event.preventDefault());
 
 $("clear").addEventListener("click", async () => {
@@ -200,6 +256,7 @@ function deselect() {
   state.selected = null;
   state.detail = null;
   $("detail").hidden = true;
+  $("placeholder").hidden = false;
 }
 
 async function select(id) {
@@ -209,6 +266,7 @@ async function select(id) {
   }
   state.selected = id;
   $("detail").hidden = false;
+  $("placeholder").hidden = true;
   for (const row of document.querySelectorAll(".request-row")) row.setAttribute("aria-selected", String(row.dataset.id === id));
   await loadDetail(id);
 }
@@ -250,14 +308,20 @@ function renderPart() {
   for (const tab of document.querySelectorAll(".tabs button")) tab.setAttribute("aria-selected", String(tab.dataset.part === state.part));
   for (const button of document.querySelectorAll(".mode")) button.setAttribute("aria-pressed", String(button.dataset.mode === state.mode));
   const part = state.part === "request" ? detail.request : detail.response;
+  // No response to show: say why instead of empty headings and buttons with nothing behind them.
+  $("modes").hidden = !part;
+  $("part-missing").hidden = Boolean(part);
   if (!part) {
-    $("part-line").textContent = detail.state === "failed" ? `no response: ${detail.error?.message ?? "the exchange failed"}` : "no response yet";
-    $("headers").tBodies[0].replaceChildren();
-    $("body").replaceChildren();
-    $("body-info").textContent = "";
-    $("part-raw").textContent = "";
-    $("part-pretty").hidden = state.mode !== "pretty";
-    $("part-raw").hidden = state.mode === "pretty";
+    const failed = detail.state === "failed";
+    const why = failed ? failureText(detail.error) : { title: "Waiting for the response…", detail: "", text: "The local service has not answered yet; this updates when it does." };
+    $("part-line").textContent = failed ? "no response" : "";
+    $("part-missing").className = `missing${failed ? "" : " waiting"}`;
+    $("missing-title").textContent = why.title;
+    $("missing-detail").textContent = why.detail;
+    $("missing-detail").hidden = !why.detail;
+    $("missing-text").textContent = why.text;
+    $("part-pretty").hidden = true;
+    $("part-raw").hidden = true;
     return;
   }
   const bytes = base64Bytes(part.raw);
@@ -320,6 +384,18 @@ async function replay(body, button) {
 
 $("replay").addEventListener("click", () => state.detail && replay({ id: state.detail.id }, $("replay")));
 
+const MODIFY_FIELDS = { method: "modify-method", uri: "modify-uri", headers: "modify-headers", body: "modify-body" };
+
+/** The modify form's error, said once, under the form, with the field it names marked. */
+function modifyError(message, field = replayField(message)) {
+  for (const [name, id] of Object.entries(MODIFY_FIELDS)) {
+    if (name === field) $(id).setAttribute("aria-invalid", "true");
+    else $(id).removeAttribute("aria-invalid");
+  }
+  $("modify-error").textContent = message;
+  $("modify-error").hidden = !message;
+}
+
 $("replay-modify").addEventListener("click", async () => {
   const detail = state.detail;
   if (!detail) return;
@@ -331,6 +407,7 @@ $("replay-modify").addEventListener("click", async () => {
   const names = await api("/api/tunnels").then(({ tunnels }) => tunnels.map((tunnel) => tunnel.name), () => [detail.tunnel_name]);
   if (!names.includes(detail.tunnel_name)) names.unshift(detail.tunnel_name);
   $("modify-tunnel").replaceChildren(...names.map((name) => el("option", { value: name, text: name, selected: name === detail.tunnel_name })));
+  modifyError("");
   $("modify").hidden = false;
   $("modify-method").focus();
 });
@@ -342,16 +419,26 @@ $("modify").addEventListener("submit", async (event) => {
   const detail = state.detail;
   if (!detail) return;
   const parsed = parseHeaderLines($("modify-headers").value);
-  if (parsed.error) return note(`Headers: ${parsed.error}`, true);
-  const sent = await replay(
-    {
-      id: detail.id,
-      tunnel_name: $("modify-tunnel").value || detail.tunnel_name,
-      request: { method: $("modify-method").value.trim(), uri: $("modify-uri").value.trim(), headers: parsed.headers, body: $("modify-body").value },
-    },
-    $("modify-send"),
-  );
-  if (sent) $("modify").hidden = true;
+  if (parsed.error) return modifyError(`Headers, ${parsed.error}`, "headers");
+  modifyError("");
+  const button = $("modify-send");
+  button.disabled = true;
+  try {
+    await api(API, {
+      method: "POST",
+      body: JSON.stringify({
+        id: detail.id,
+        tunnel_name: $("modify-tunnel").value || detail.tunnel_name,
+        request: { method: $("modify-method").value.trim(), uri: $("modify-uri").value.trim(), headers: parsed.headers, body: $("modify-body").value },
+      }),
+    });
+    $("modify").hidden = true;
+    note("Replayed with modifications: the replay is the newest request in the list.");
+  } catch (error) {
+    modifyError(`Not sent: ${error.message}`);
+  } finally {
+    button.disabled = false;
+  }
 });
 
 // ---- status ------------------------------------------------------------------------------------------
@@ -378,22 +465,26 @@ async function refreshStatus() {
     $("tunnels").tBodies[0].replaceChildren(
       ...tunnels.map((tunnel) => {
         const { conns, http } = tunnel.metrics;
-        const cells = [tunnel.name, tunnel.public_url || "–", tunnel.config.addr, tunnel.state ?? "", tunnel.config.inspect ? "yes" : "no"];
+        const url = tunnel.public_url ? el("a", { href: tunnel.public_url, text: tunnel.public_url, target: "_blank", rel: "noopener noreferrer" }) : "–";
+        const cells = [tunnel.name, url, tunnel.config.addr, tunnel.state ?? "", tunnel.config.inspect ? "yes" : "no"];
         const numbers = [conns.count, conns.gauge, http.count, rate(http.rate1), rate(http.rate5), ms(http.p50), ms(http.p90), ms(http.p99)];
         return el(
           "tr",
           { "data-tunnel": tunnel.name },
-          ...cells.map((text) => el("td", { text: String(text) })),
+          ...cells.map((content) => el("td", {}, content)),
           ...numbers.map((text) => el("td", { class: "num", text: String(text) })),
         );
       }),
     );
+    state.tunnels = tunnels;
     if (tunnels.length === 0) $("tunnels").tBodies[0].replaceChildren(el("tr", {}, el("td", { colSpan: 13, text: "No tunnels." })));
   } catch (error) {
     $("agent-status").replaceChildren(el("dt", { text: "error" }), el("dd", { text: error.message }));
   }
 }
 setInterval(refreshStatus, 2000);
+setInterval(refreshTunnels, 5000);
 
 showView();
 connect();
+refreshTunnels();
