@@ -16,8 +16,8 @@ const SHA256_HEX = /^[0-9a-f]{64}$/;
 /**
  * `Bearer <key>` with the scheme in any ASCII case (RFC 9110: schemes are case-insensitive; some clients
  * send `bearer`), exactly one space and no other whitespace. The gateway's policy rate-limits per
- * Authorization header value, so whitespace variants, which could be made without end, stay refused; the
- * scheme's 64 case spellings are the residual docs/security/management-sdk.md describes.
+ * Authorization header value (its scheme lower-cased), so whitespace variants, which could be made without
+ * end, stay refused.
  */
 const BEARER = /^[Bb][Ee][Aa][Rr][Ee][Rr] ([^\s]+)$/;
 /** The scheme as the canonical form spells it. */

@@ -2,7 +2,7 @@
  * The cost bounds of traffic policies. Tenants send policies with their tunnels and they run on the shared
  * edge, whose synchronous code nothing can preempt, so every bound is static: checked when a policy is
  * compiled, before any of it runs. Operator policies (policies/ files) and tenant policies get the same
- * bounds, except that an operator document may be larger. docs/security/policy-cost.md says why
+ * bounds, except that an operator document may be larger. docs/security.md ("The cost of traffic policies") says why
  * each number is what it is.
  */
 
