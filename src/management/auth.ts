@@ -20,8 +20,6 @@ const SHA256_HEX = /^[0-9a-f]{64}$/;
  * end, stay refused.
  */
 const BEARER = /^[Bb][Ee][Aa][Rr][Ee][Rr] ([^\s]+)$/;
-/** The scheme as the canonical form spells it. */
-export const CANONICAL_SCHEME = "Bearer";
 const UNAUTHORIZED_HEADERS = { "www-authenticate": 'Bearer realm="tollgate"' };
 
 export interface ApiKeyEntry {

@@ -27,11 +27,3 @@ export function formatIssue(issue: PolicyIssue): string {
   const path = issue.path.length > 0 ? `${formatPath(issue.path)}: ` : "";
   return `${where}${path}${issue.message}`;
 }
-
-/** Thrown when a policy or gateway file does not load; carries every issue found. */
-export class PolicyError extends Error {
-  constructor(readonly issues: readonly PolicyIssue[]) {
-    super(issues.map(formatIssue).join("\n"));
-    this.name = "PolicyError";
-  }
-}

@@ -68,7 +68,6 @@ export const trafficPolicySchema = z
     "A Tollgate traffic policy: entries run in order on requests (inbound or on_http_request) and responses (outbound or on_http_response); one naming style per document.",
   );
 
-export type TrafficPolicyDocument = z.output<typeof trafficPolicySchema>;
 export type EntryDocument = z.output<typeof entrySchema>;
 
 /** The JSON Schema editors use to complete policy files: either phase style, never both in one document. */

@@ -8,8 +8,6 @@ import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
 import { decideClaim, HOST_GRACE_MS, isExpired, releaseClaim, type HostClaim, type HostRecord } from "./host-claims.ts";
 
-export type { HostClaim } from "./host-claims.ts";
-
 export type ClaimResult = { ok: true } | { ok: false; reason: string };
 
 const RECORD_KEY = "host";

@@ -18,8 +18,6 @@ import { SessionStore, type SessionInfo, type SessionMeta } from "./session-stor
 import { SessionTunnels } from "./session-tunnels.ts";
 import { StreamIds } from "./stream-ids.ts";
 
-export type { SessionInfo } from "./session-store.ts";
-
 export const CONNECT_PATH = "/connect";
 export const RELAY_PATH = "/relay";
 /** The relay answer header that says the tunnel is not (or no longer) served by this session. */

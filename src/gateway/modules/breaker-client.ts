@@ -9,7 +9,7 @@ import { ErrorCode, ServiceError } from "../../errors.ts";
 import type { BreakerMemory } from "./breaker-memory.ts";
 import type { BreakerSpec, BreakerView } from "./circuit.ts";
 
-export const BREAKER_STATE_HEADER = "x-tollgate-circuit";
+const BREAKER_STATE_HEADER = "x-tollgate-circuit";
 
 function rejection(routeLabel: string, view: BreakerView, now: number): Response {
   const retryAfter = Math.max(1, Math.ceil((view.openUntil - now) / 1000));

@@ -4,4 +4,4 @@ export { addHeadersAction, removeHeadersAction } from "./headers.ts";
 export { logAction } from "./log.ts";
 export { rateLimitAction } from "./rate-limit.ts";
 export { restrictIpsAction } from "./restrict-ips.ts";
-export type { ActionContext, ActionDefinition, CompiledAction } from "./action.ts";
+export type { ActionDefinition, CompiledAction } from "./action.ts";
