@@ -82,6 +82,20 @@ describe("status screen layout", () => {
     expect(lines[at + 2]).toBe(`${" ".repeat(17)}-> http://localhost:3000`);
   });
 
+  it("says when a tunnel is offline, still with its whole URL, and names tunnels when there are several", () => {
+    const web = tunnel("web", URL_60, 3000);
+    web.state = "offline";
+    const api = tunnel("api", "http://b.localhost:8787", 4000);
+    api.state = "failed";
+    api.error = "subdomain_in_use";
+    const wide = renderStatusLines(fakeAgent("reconnecting", [web, api]), { width: 120, now: () => 0 });
+    expect(wide).toContain(`Forwarding                    offline ${URL_60} -> http://localhost:3000 (web)`);
+    expect(wide).toContain("Forwarding                    failed: subdomain_in_use -> http://localhost:4000 (api)");
+    const narrow = renderStatusLines(fakeAgent("reconnecting", [web, api]), { width: 60, now: () => 0 });
+    const at = narrow.indexOf("Forwarding");
+    expect(narrow.slice(at, at + 3)).toEqual(["Forwarding", `offline ${URL_60}`, `${" ".repeat(17)}-> http://localhost:3000 (web)`]);
+  });
+
   it("cuts other long lines to the width with an ellipsis", () => {
     const lines = renderStatusLines(fakeAgent("reconnecting", [], { lastError: "connection closed (1006) ".repeat(4) }), { width: 40, now: () => 0 });
     for (const line of lines) expect(line.length).toBeLessThanOrEqual(40);
@@ -96,8 +110,8 @@ describe("status screen layout", () => {
       request({ method: "GET", path: "/missing", statusCode: 404, statusText: "Not Found", durationNs: 12_000_000n }),
       request({ method: "PUT", path: "/orders/43", statusCode: 200, statusText: "OK", durationNs: 1_250_000_000n, replay: true }),
     ];
-    // 120 columns: the path gets what the fixed columns leave (65 characters and a space)
-    const path = (text: string) => text.padEnd(66);
+    // 120 columns: the path column is as wide as the longest path needs, at least 20 characters
+    const path = (text: string) => text.padEnd(21);
     const wide = renderStatusLines(agent, { width: 120, requests }).map((line) => line.trimEnd());
     const list = wide.slice(wide.indexOf("HTTP Requests"));
     expect(list.slice(0, 3)).toEqual(["HTTP Requests", "-------------", ""]);
@@ -108,8 +122,8 @@ describe("status screen layout", () => {
       `19:39:56.107 PUT     ${path("↻ /orders/43")}200 OK               1.25 s   web`,
     ]);
 
-    // 60 columns: seconds only, status codes without reasons, 22 characters of path
-    const cut = (text: string) => text.padEnd(23);
+    // 60 columns: seconds only, status codes without reasons
+    const cut = (text: string) => text.padEnd(21);
     const narrow = renderStatusLines(agent, { width: 60, requests }).map((line) => line.trimEnd());
     const short = narrow.slice(narrow.indexOf("HTTP Requests") + 3);
     expect(short).toEqual([
@@ -119,6 +133,13 @@ describe("status screen layout", () => {
       `19:39:56 PUT     ${cut("↻ /orders/43")}200     1.25 s   web`,
     ]);
     for (const line of narrow) expect(line.length).toBeLessThanOrEqual(60);
+  });
+
+  it("widens the path column for long paths up to what the other columns leave, then cuts with an ellipsis", () => {
+    const agent = fakeAgent("online", [tunnel("web", "http://a.localhost:8787", 3000)]);
+    const long = `/search?q=${"a".repeat(200)}`;
+    const lines = renderStatusLines(agent, { width: 120, requests: [request({ method: "GET", path: long, statusCode: 200, statusText: "OK", durationNs: 1_000_000n })] });
+    expect(lines.at(-1)!.trimEnd()).toBe(`19:39:56.107 GET     ${long.slice(0, 68)}… 200 OK               1.0 ms`);
   });
 
   it("shows as many requests as the terminal's height leaves room for, and says when there are none", () => {
@@ -218,6 +239,9 @@ describe("the status screen of a running agent, on a terminal", () => {
     await upstream.close();
   });
 
+  /** Ceilings generous enough for a loaded machine: the conditions themselves decide, not the time. */
+  const SETTLES = { timeout: 20_000, interval: 20 };
+
   async function run(columns: number, env: Record<string, string>, traffic: (sessions: number) => Promise<void>, until: (screen: string[]) => void) {
     const terminal = new FakeTerminal(columns, 40);
     const controller = new AbortController();
@@ -225,10 +249,10 @@ describe("the status screen of a running agent, on a terminal", () => {
     const sessions = edge.sessions.length;
     const exited = runCli(args, { stdout: terminal, stderr: { write: () => true }, cwd, env, signal: controller.signal });
     try {
-      await vi.waitFor(() => expect(terminal.screen().join("\n")).toContain("Forwarding"), { timeout: 10_000, interval: 20 });
-      await vi.waitFor(() => expect(edge.started.size).toBeGreaterThanOrEqual(3), { timeout: 10_000, interval: 20 });
+      await vi.waitFor(() => expect(terminal.screen().join("\n")).toContain("Forwarding"), SETTLES);
+      await vi.waitFor(() => expect(edge.started.size).toBeGreaterThanOrEqual(3), SETTLES);
       await traffic(sessions);
-      await vi.waitFor(() => until(terminal.screen()), { timeout: 10_000, interval: 20 });
+      await vi.waitFor(() => until(terminal.screen()), SETTLES);
     } finally {
       controller.abort();
     }
@@ -245,7 +269,7 @@ describe("the status screen of a running agent, on a terminal", () => {
     await session.relay(edge.tunnelId("down"), { method: "POST", target: "/orders" });
   };
 
-  it("60 columns with colour: the whole public URL, and the requests of all three tunnels (inspect: false too)", async () => {
+  it("60 columns with colour: the whole public URL, and the requests of all three tunnels (inspect: false too)", { timeout: 60_000 }, async () => {
     const terminal = await run(60, { TERM: "xterm-256color" }, traffic, (screen) => {
       const plain = screen.map((line) => line.replace(SGR, ""));
       expect(plain).toContain("Forwarding       http://g6113pfrbvhxk2m9.localhost:8787");
@@ -260,14 +284,14 @@ describe("the status screen of a running agent, on a terminal", () => {
     expect(screen.some((line) => line.includes(`${ESC}[31mfailed`))).toBe(true);
   });
 
-  it("120 columns with NO_COLOR: the same screen with no colour codes, one Forwarding line per tunnel", async () => {
+  it("120 columns with NO_COLOR: the same screen with no colour codes, one Forwarding line per tunnel, named", { timeout: 60_000 }, async () => {
     const terminal = await run(120, { TERM: "xterm-256color", NO_COLOR: "1" }, traffic, (screen) => {
       expect(screen.filter((line) => line.includes("404 Not Found")).length).toBeGreaterThanOrEqual(1);
       expect(screen.filter((line) => line.includes("failed unreachable")).length).toBeGreaterThanOrEqual(1);
     });
     const screen = terminal.screen();
     expect(screen.join("\n")).not.toMatch(SGR);
-    expect(screen).toContain(`Forwarding                    http://g6113pfrbvhxk2m9.localhost:8787 -> http://localhost:${upstream.port}`);
+    expect(screen).toContain(`Forwarding                    http://g6113pfrbvhxk2m9.localhost:8787 -> http://localhost:${upstream.port} (web)`);
     expect(screen.find((line) => line.startsWith("Session Status"))).toBe("Session Status                online");
     for (const line of screen) expect(line.length).toBeLessThanOrEqual(120);
   });

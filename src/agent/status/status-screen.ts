@@ -37,27 +37,28 @@ function sessionSpans(status: SessionStatus, now: number): Span[] {
   return parts;
 }
 
-/** The Forwarding line(s) of one tunnel; the URL whole, on a line of its own when it does not fit beside the label. */
-function forwardingLines(tunnel: Tunnel, label: string, labelWidth: number, width: number): Line[] {
-  const arrow = span(`-> ${tunnel.addr}`);
-  const url = tunnel.publicUrl;
-  const head = span(cell(label, labelWidth));
-  const online = tunnel.state === "online";
-  if (online && url) {
-    const link = span(url, "bold");
-    if (labelWidth + url.length + 1 + plain([arrow]).length <= width) return [[head, link, span(" "), arrow]];
-    const indent = span(" ".repeat(labelWidth));
-    if (labelWidth + url.length <= width) return [[head, link], fit([indent, arrow], width)];
-    return [[span(label)], [link], fit([indent, arrow], width)];
-  }
-  const what: Record<Tunnel["state"], Span[]> = {
-    online: [span(`labels ${JSON.stringify(tunnel.definition.labels)}`)],
-    starting: [span(`(starting ${tunnel.name})`, "yellow")],
-    offline: [span(`(offline ${tunnel.name}${url ? ` ${url}` : ""})`, "yellow")],
-    failed: [span(`(failed ${tunnel.name}: ${tunnel.error ?? "?"})`, "red")],
-    stopped: [span(`(stopped ${tunnel.name})`, "dim")],
+/**
+ * The Forwarding line(s) of one tunnel: its state when not online, the public URL whole (on a line of its
+ * own when it does not fit beside the label), and the local address, named when there are several tunnels.
+ */
+function forwardingLines(tunnel: Tunnel, label: string, labelWidth: number, width: number, named: boolean): Line[] {
+  const arrow = [span(`-> ${tunnel.addr}`), ...(named ? [span(` (${tunnel.name})`, "dim")] : [])];
+  const state: Record<Tunnel["state"], Span[]> = {
+    online: [],
+    starting: [span("starting…", "yellow")],
+    offline: [span("offline", "yellow")],
+    failed: [span(`failed: ${tunnel.error ?? "?"}`, "red")],
+    stopped: [span("stopped", "dim")],
   };
-  return [fit([head, ...what[tunnel.state], span(" "), arrow], width)];
+  const url = tunnel.state === "online" && !tunnel.publicUrl ? `labels ${JSON.stringify(tunnel.definition.labels)}` : tunnel.publicUrl;
+  const shown = url && tunnel.state !== "failed" ? [span(url, tunnel.state === "online" ? "bold" : undefined)] : [];
+  const first = [...state[tunnel.state], ...(state[tunnel.state].length && shown.length ? [span(" ")] : []), ...shown];
+  const head = span(cell(label, labelWidth));
+  const indent = span(" ".repeat(labelWidth));
+  const one = [head, ...first, ...(first.length ? [span(" ")] : []), ...arrow];
+  if (plain(one).length <= width || shown.length === 0) return [fit(one, width)];
+  if (labelWidth + plain(first).length <= width) return [[head, ...first], fit([indent, ...arrow], width)];
+  return [[span(label)], first, fit([indent, ...arrow], width)];
 }
 
 function statusStyle(request: RecentRequest): Style {
@@ -84,14 +85,25 @@ function duration(ns: bigint | undefined): string {
   return ms < 1000 ? `${ms < 10 ? ms.toFixed(1) : Math.round(ms)} ms` : `${(ms / 1000).toFixed(2)} s`;
 }
 
+const pathOf = (request: RecentRequest) => `${request.replay ? "↻ " : ""}${request.path}`;
+
+/**
+ * Characters of path on each request line: as wide as the longest path shown needs (at least 20), at most
+ * what the other columns leave.
+ */
+function pathColumn(requests: readonly RecentRequest[], width: number, tunnelWidth: number): number {
+  const wide = width >= 80;
+  const fixed = (wide ? 12 : 8) + 1 + 8 + (wide ? 20 : 7) + 1 + 8 + (tunnelWidth ? tunnelWidth + 1 : 0);
+  const room = Math.max(8, width - fixed - 1);
+  return Math.min(room, Math.max(20, ...requests.map((request) => pathOf(request).length)));
+}
+
 /** One request line: time, method, path, status, duration, and the tunnel when there are several. */
-function requestLine(request: RecentRequest, width: number, tunnelWidth: number): Line {
+function requestLine(request: RecentRequest, width: number, pathWidth: number, tunnelWidth: number): Line {
   const wide = width >= 80;
   const statusWidth = wide ? 20 : 7;
   const time = clock(request.start, wide);
-  const fixed = time.length + 1 + 8 + statusWidth + 1 + 8 + (tunnelWidth ? tunnelWidth + 1 : 0);
-  const pathWidth = Math.max(8, width - fixed - 1);
-  const path = `${request.replay ? "↻ " : ""}${request.path}`;
+  const path = pathOf(request);
   const parts: Span[] = [span(`${time} `, "dim"), span(cell(request.method, 7) + " "), span(cell(path, pathWidth) + " "), span(cell(statusWords(request, wide), statusWidth), statusStyle(request)), span(" " + cell(duration(request.durationNs), 8))];
   if (tunnelWidth) parts.push(span(" " + cell(request.tunnelName, tunnelWidth), "dim"));
   return fit(parts, width);
@@ -117,7 +129,8 @@ export function renderStatusLines(agent: StatusAgent, options: ScreenOptions = {
   row("Edge", [span(agent.config.server_addr)]);
   row("Web Interface", [span(agent.apiUrl ?? "off")]);
   const tunnels = agent.tunnels.list();
-  for (const tunnel of tunnels) lines.push(...forwardingLines(tunnel, "Forwarding", labelWidth, width));
+  // With several tunnels each Forwarding line names its tunnel, so the URLs can be told apart.
+  for (const tunnel of tunnels) lines.push(...forwardingLines(tunnel, "Forwarding", labelWidth, width, tunnels.length > 1));
   if (tunnels.length === 0) row("Forwarding", [span("(no tunnels: POST /api/tunnels to start one)", "dim")]);
 
   const column = width >= 80 ? 8 : 7;
@@ -138,7 +151,9 @@ export function renderStatusLines(agent: StatusAgent, options: ScreenOptions = {
     const names = new Set(tunnels.map((tunnel) => tunnel.name));
     for (const request of requests) names.add(request.tunnelName);
     const tunnelWidth = names.size > 1 ? Math.min(12, Math.max(...[...names].map((name) => name.length))) : 0;
-    for (const request of requests.slice(0, room)) lines.push(requestLine(request, width, tunnelWidth));
+    const shown = requests.slice(0, room);
+    const pathWidth = pathColumn(shown, width, tunnelWidth);
+    for (const request of shown) lines.push(requestLine(request, width, pathWidth, tunnelWidth));
   }
   return lines.map((line) => paint(line, options.colour === true));
 }
