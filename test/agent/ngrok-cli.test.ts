@@ -169,7 +169,7 @@ describe("runCli", () => {
       apiUrl: undefined,
       ready: new Promise(() => undefined),
       session: { status: { state: "connecting", reconnects: 0 }, onStatus: () => () => undefined },
-      tunnels: { list: () => [], onChange: () => () => undefined },
+      tunnels: { list: () => [], onChange: () => () => undefined, addTap: () => undefined },
       stop: () => Promise.reject(new Error("stop failed")),
     } as unknown as Agent;
     const { out, io: cliIo } = io(tmpdir(), {}, { signal: controller.signal, startAgent: async () => fakeAgent });
