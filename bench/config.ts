@@ -13,6 +13,8 @@ export interface BenchConfig {
   readonly accuracySeconds: number;
   /** Seed of the accuracy schedules. */
   readonly seed: number;
+  /** Target ids to measure (BENCH_ONLY, comma-separated; bare always runs), or undefined for all. */
+  readonly only?: readonly string[];
 }
 
 function fromEnv(name: string, fallback: number, { min = 0, integer = true } = {}): number {
@@ -33,8 +35,9 @@ export function readConfig(): BenchConfig {
     warmupSeconds: fromEnv("BENCH_WARMUP", 1),
     accuracySeconds: fromEnv("BENCH_ACCURACY_SECONDS", 100),
     seed: fromEnv("BENCH_SEED", 20_260_426),
+    only: process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(",").map((id) => id.trim()).filter(Boolean) : undefined,
   };
 }
 
 export const ENV_HELP =
-  "BENCH_CONNECTIONS (50), BENCH_DURATION s (5), BENCH_ROUNDS (3), BENCH_WARMUP s (1), BENCH_ACCURACY_SECONDS (100; 0 skips), BENCH_SEED";
+  "BENCH_CONNECTIONS (50), BENCH_DURATION s (5), BENCH_ROUNDS (3), BENCH_WARMUP s (1), BENCH_ACCURACY_SECONDS (100; 0 skips), BENCH_SEED, BENCH_ONLY (ids, e.g. flood,fixed-429)";

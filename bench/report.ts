@@ -52,8 +52,8 @@ export function markdownTable(rows: readonly Row[]): string {
 export function checkLines(checks: readonly Check[]): string {
   return checks
     .map((check) => {
-      const value = check.unit === "×" ? `${check.measured.toFixed(2)} ×` : `${check.measured}${check.unit}`;
-      const wanted = check.unit === "×" ? `≥ ${check.wanted} ×` : `= ${check.wanted}${check.unit}`;
+      const value = check.unit === "×" ? `${check.measured.toFixed(2)} ×` : `${Number.isInteger(check.measured) ? check.measured : check.measured.toFixed(4)}${check.unit}`;
+      const wanted = `${check.relation} ${check.wanted}${check.unit === "×" ? " ×" : check.unit}`;
       return `${check.pass ? "PASS" : "MISS"}  ${check.name}: ${value} (target ${wanted})${check.caveat ? ` — not trustworthy: ${check.caveat}` : ""}`;
     })
     .join("\n");

@@ -1,6 +1,7 @@
 /**
  * Everything the bench measures, started side by side: the local upstream, the gateway bundled with
- * the bench's policy files, and the hono-rate-limiter peer, each Worker in its own workerd.
+ * the bench's policy files, the hono-rate-limiter peer, the rate-limit binding peer and the fixed-429
+ * Worker, each Worker in its own workerd.
  */
 
 import { mkdtempSync, rmSync } from "node:fs";
@@ -21,6 +22,10 @@ export interface BenchStack {
   readonly origin: string;
   readonly gateway: WorkerHost;
   readonly peer: WorkerHost;
+  /** The Workers rate-limit binding (`[[ratelimits]]`, Miniflare's local simulation). */
+  readonly bindingPeer: WorkerHost;
+  /** Answers a fixed 429 and nothing else: the ceiling of any flood path. */
+  readonly fixed429: WorkerHost;
   close(): Promise<void>;
 }
 
@@ -33,9 +38,11 @@ export async function startStack(): Promise<BenchStack> {
   try {
     const upstream = await startUpstream();
     closers.push(() => upstream.close());
-    const [gatewayScript, peerScript] = await Promise.all([
+    const [gatewayScript, peerScript, bindingScript, fixedScript] = await Promise.all([
       bundleWorker({ entry: join(ROOT, "src/worker.ts"), outdir: join(dir, "gateway"), policyFiles: benchPolicyFiles(upstream.origin) }),
       bundleWorker({ entry: join(ROOT, "bench/peer/worker.ts"), outdir: join(dir, "peer") }),
+      bundleWorker({ entry: join(ROOT, "bench/peer/binding/worker.ts"), outdir: join(dir, "binding") }),
+      bundleWorker({ entry: join(ROOT, "bench/peer/fixed-429/worker.ts"), outdir: join(dir, "fixed-429") }),
     ]);
     const gateway = await hostWorker({
       name: "tollgate",
@@ -59,7 +66,22 @@ export async function startStack(): Promise<BenchStack> {
       persistDir: join(dir, "peer-state"),
     });
     closers.push(() => peer.close());
-    return { origin: upstream.origin, gateway, peer, close };
+    const bindingPeer = await hostWorker({
+      name: "binding-peer",
+      wranglerConfig: join(ROOT, "bench/peer/binding/wrangler.toml"),
+      script: bindingScript,
+      vars: { ORIGIN: upstream.origin },
+      persistDir: join(dir, "binding-state"),
+    });
+    closers.push(() => bindingPeer.close());
+    const fixed429 = await hostWorker({
+      name: "fixed-429",
+      wranglerConfig: join(ROOT, "bench/peer/fixed-429/wrangler.toml"),
+      script: fixedScript,
+      persistDir: join(dir, "fixed-429-state"),
+    });
+    closers.push(() => fixed429.close());
+    return { origin: upstream.origin, gateway, peer, bindingPeer, fixed429, close };
   } catch (error) {
     await close();
     throw error;

@@ -69,6 +69,8 @@ export interface Check {
   readonly measured: number;
   readonly wanted: number;
   readonly unit: string;
+  /** How `measured` compares to `wanted`: at least, at most, or exactly. */
+  readonly relation: "≥" | "≤" | "=";
   readonly pass: boolean;
 }
 
@@ -78,11 +80,15 @@ export function roundRatio(samples: ReadonlyMap<string, readonly RoundSample[]>,
 }
 
 export function atLeast(name: string, measured: number, wanted: number, caveat?: string): Check {
-  return { name, measured, wanted, unit: "×", pass: measured >= wanted, caveat };
+  return { name, measured, wanted, unit: "×", relation: "≥", pass: measured >= wanted, caveat };
+}
+
+export function atMost(name: string, measured: number, wanted: number, caveat?: string): Check {
+  return { name, measured, wanted, unit: "", relation: "≤", pass: measured <= wanted, caveat };
 }
 
 export function exactly(name: string, measured: number, wanted: number, caveat?: string): Check {
-  return { name, measured, wanted, unit: "", pass: measured === wanted, caveat };
+  return { name, measured, wanted, unit: "", relation: "=", pass: measured === wanted, caveat };
 }
 
 /** Why a comparison of these rows cannot be trusted: error answers, or requests the limiter never counted. */

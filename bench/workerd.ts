@@ -35,6 +35,8 @@ export interface HostOptions {
   readonly persistDir: string;
   /** Markers whose lines in the Worker's output are counted (e.g. its fail-open log line). */
   readonly countLinesContaining?: readonly string[];
+  /** Opens workerd's inspector on this port (bench/profile.ts only: an inspector costs throughput). */
+  readonly inspectorPort?: number;
 }
 
 const OUTPUT_LINES = 40;
@@ -72,12 +74,14 @@ export async function hostWorker(options: HostOptions): Promise<WorkerHost> {
       stderr.on("data", keep);
     },
     durableObjectsPersist: options.persistDir,
+    ...(options.inspectorPort === undefined ? {} : { inspectorPort: options.inspectorPort }),
     workers: [
       {
         name: options.name,
         compatibilityDate: workerOptions.compatibilityDate,
         compatibilityFlags: workerOptions.compatibilityFlags,
         durableObjects: workerOptions.durableObjects,
+        ratelimits: workerOptions.ratelimits,
         bindings: { ...workerOptions.bindings, ...options.vars },
         modules: true,
         modulesRoot: dirname(options.script),

@@ -6,7 +6,6 @@
  */
 
 import type { Env } from "../env.ts";
-import { bucketId } from "../limiter/bucket-id.ts";
 import { IsolateBuckets, LEASE_MS } from "../limiter/isolate-buckets.ts";
 import type { LeaseDecision, WindowSpec } from "../limiter/sliding-window.ts";
 import type { ActionServices, BucketRef, CountResult, RateLimitCounter } from "../policy/exchange.ts";
@@ -33,13 +32,14 @@ export function durableObjectCounter(env: Env, ingress: string, buckets: Isolate
   return {
     async count(bucket: BucketRef, spec: WindowSpec): Promise<CountResult> {
       // Whatever a client put in the key (a 60 KB header), the isolate and the object see 43 characters.
-      const id = await bucketId({ ingress, ...bucket });
+      const known = buckets.ids.idOf({ ingress, ...bucket });
+      const id = typeof known === "string" ? known : await known;
       const consulted = buckets.consult(id);
       if ("decision" in consulted) return { ok: true, decision: consulted.decision, bucketId: id };
       let answer: LeaseDecision;
       try {
         const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(id));
-        answer = await withTimeout(Promise.resolve(stub.take(spec, consulted.want, LEASE_MS)) as Promise<LeaseDecision>, timeoutMs);
+        answer = await withTimeout(Promise.resolve(stub.take(spec, consulted.want, LEASE_MS, consulted.returned)) as Promise<LeaseDecision>, timeoutMs);
       } catch (error) {
         const timedOut = error instanceof CounterTimeout;
         console.error(`rate-limit: counting failed, request proceeds: ${(error as Error).message}`);

@@ -29,16 +29,39 @@ export interface IsolateState {
   readonly breakers: BreakerMemory;
 }
 
-/** Runs inbound policy → target → outbound policy for one request. */
-export async function runThroughPolicy(request: Request, env: Env, isolate: IsolateState, target: PolicyTarget): Promise<Response> {
-  const url = new URL(request.url);
+/**
+ * The request as policies see it. Its headers are a copy (actions and the upstream change them), made on
+ * first use: a request rejected by a rate limit keyed by the client address never copies them.
+ */
+function exchangeRequest(request: Request, url: URL): Exchange["request"] {
+  let headers: Headers | undefined;
+  return {
+    method: request.method,
+    url,
+    host: url.hostname,
+    get headers() {
+      return (headers ??= new Headers(request.headers));
+    },
+  };
+}
+
+/** Runs inbound policy → target → outbound policy for one request (`url`: the request's, when already parsed). */
+export async function runThroughPolicy(
+  request: Request,
+  env: Env,
+  isolate: IsolateState,
+  target: PolicyTarget,
+  url: URL = new URL(request.url),
+): Promise<Response> {
   const exchange: Exchange = {
     scope: target.scope,
     clientIp: clientIp(request),
-    request: { method: request.method, url, host: url.hostname, headers: new Headers(request.headers) },
+    request: exchangeRequest(request, url),
     vars: initialVars(),
   };
-  const services: ActionServices = rateLimitServices(env, ingressId(env, request), isolate.buckets);
+  // INGRESS_ID when configured; else the data center, remembered per isolate (reading request.cf is costly).
+  const ingress = env.INGRESS_ID || isolate.buckets.ingress.of(() => ingressId(env, request));
+  const services: ActionServices = rateLimitServices(env, ingress, isolate.buckets);
 
   const rejected = await runPhase(target.policy.inbound, exchange, services);
   if (rejected) return withRateLimitFields(rejected, exchange);
@@ -91,5 +114,5 @@ export async function handleGatewayRequest(
     };
     forward = (original, exchange) => withCircuitBreaker(env, ctx, isolate.breakers, ingressId(env, request), label, spec, () => direct(original, exchange));
   }
-  return runThroughPolicy(request, env, isolate, { scope: `route:${label}`, policy: route.policy, forward });
+  return runThroughPolicy(request, env, isolate, { scope: `route:${label}`, policy: route.policy, forward }, url);
 }

@@ -9,8 +9,18 @@ export interface BucketName {
 
 const encoder = new TextEncoder();
 
-/** SHA-256 of the bucket's parts, in unpadded base64url (43 characters). */
-export async function bucketId({ ingress, scope, action, key }: BucketName): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(JSON.stringify([ingress, scope, action, key]))));
+/** The text a bucket's id is the hash of: its parts, unambiguously joined. */
+export function bucketText({ ingress, scope, action, key }: BucketName): string {
+  return JSON.stringify([ingress, scope, action, key]);
+}
+
+/** SHA-256 of `bucketText`, in unpadded base64url (43 characters). */
+export async function idOfText(text: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
   return btoa(String.fromCharCode(...digest)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+/** SHA-256 of the bucket's parts, in unpadded base64url (43 characters). */
+export function bucketId(name: BucketName): Promise<string> {
+  return idOfText(bucketText(name));
 }

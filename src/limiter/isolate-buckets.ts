@@ -5,12 +5,17 @@
  *   counted and usable for `leaseMs`. A lease is sized by the bucket's traffic in the previous `leaseMs`
  *   (quiet buckets are decided one request at a time) and by the room left (see `take` in sliding-window.ts).
  *
+ * Leased admissions left unused when their deadline passes are handed back to the object with the next call
+ * on the bucket (`returned`), so a burst that ends early does not leave them counted for a whole window.
+ *
  * Buckets are named by fixed-size ids (hashes of what the client sent), and the memory is bounded by
  * bytes: past `maxBytes` the least recently used bucket is forgotten, which only costs an object call.
  */
 
+import { BucketIdCache } from "./bucket-id-cache.ts";
 import { DecisionLog } from "./decision-log.ts";
-import type { LeaseDecision, WindowDecision } from "./sliding-window.ts";
+import { IngressMemo } from "./ingress-memo.ts";
+import type { LeaseDecision, LeaseReturn, WindowDecision } from "./sliding-window.ts";
 
 /** Longest bucket id accepted: ids are hashes (43 characters of base64url for SHA-256), never raw keys. */
 export const MAX_BUCKET_ID_LENGTH = 64;
@@ -25,8 +30,12 @@ export const BUCKET_MEMORY_BYTES = 4 * 1024 * 1024;
 export const LEASE_MS = 1000;
 /** Leased admissions are given up this long before the object's deadline, for clock differences. */
 const LEASE_MARGIN_MS = 100;
-/** Most admissions asked for in one lease. */
-const MAX_LEASE = 64;
+/**
+ * Most admissions asked for in one lease. A lease is sized by the previous lease period's demand, so a busy
+ * bucket calls its object about once a period; unused admissions are handed back, and `take` never leases
+ * more than a tenth of the room.
+ */
+const MAX_LEASE = 1024;
 
 interface BucketMemory {
   /** The bucket admits nothing before this time (0: not known to be limited). */
@@ -34,6 +43,11 @@ interface BucketMemory {
   /** Admissions leased to this isolate and not used yet, usable while now < useBy. */
   slots: number;
   useBy: number;
+  /** The latest lease: the object's sub-window holding it, and how many of its admissions may still be unused. */
+  leaseStart: number;
+  leaseCount: number;
+  /** Unused admissions of that lease, past its deadline, to hand back with the next object call. */
+  returnCount: number;
   /** Requests seen in the current and the previous lease epoch: the demand a lease is sized by. */
   epoch: number;
   seenThisEpoch: number;
@@ -54,8 +68,11 @@ export interface IsolateBucketsOptions {
   readonly maxBytes?: number;
 }
 
-/** Memory answered (`decision`), or the object must be asked for `want` admissions at time `sent`. */
-export type Consultation = { readonly decision: WindowDecision } | { readonly want: number; readonly sent: number };
+/**
+ * Memory answered (`decision`), or the object must be asked for `want` admissions at time `sent`, handing
+ * back `returned` leased admissions this isolate will never use.
+ */
+export type Consultation = { readonly decision: WindowDecision } | { readonly want: number; readonly sent: number; readonly returned?: LeaseReturn };
 
 /**
  * A decision answered with a leased admission. `remaining` is what the object had not handed out when it
@@ -70,12 +87,17 @@ export class IsolateBuckets {
   readonly now: () => number;
   /** Which limited decisions get a log line (one per bucket per second), on the same clock. */
   readonly decisionLog: DecisionLog;
+  /** Ids of short bucket names, so a busy bucket is not hashed on every request. */
+  readonly ids = new BucketIdCache();
+  /** The ingress instance whose buckets these are (read from a request at most once a second). */
+  readonly ingress: IngressMemo;
   private readonly maxEntries: number;
   private readonly buckets = new Map<string, BucketMemory>();
 
   constructor({ now = Date.now, maxBytes = BUCKET_MEMORY_BYTES }: IsolateBucketsOptions = {}) {
     this.now = now;
     this.decisionLog = new DecisionLog({ now });
+    this.ingress = new IngressMemo({ now });
     this.maxEntries = Math.max(1, Math.floor(maxBytes / BUCKET_ENTRY_BYTES));
   }
 
@@ -96,7 +118,11 @@ export class IsolateBuckets {
       return { decision: { allowed: false, remaining: 0, retryAfterMs: wait, resetMs: wait, refillMs: wait } };
     }
     this.stats.objectCalls++;
-    return { want, sent };
+    if (memory.returnCount === 0) return { want, sent };
+    const returned = { start: memory.leaseStart, count: memory.returnCount };
+    memory.returnCount = 0;
+    memory.leaseCount = 0;
+    return { want, sent, returned };
   }
 
   /**
@@ -110,10 +136,15 @@ export class IsolateBuckets {
     if (decision.allowed) {
       if (granted > 1) {
         // Several leases may be held at once; all are used by the earliest deadline among them.
+        expire(memory, now);
         const keepOld = memory.slots > 0 && now < memory.useBy;
         const useBy = sent + LEASE_MS - LEASE_MARGIN_MS;
         memory.slots = (keepOld ? memory.slots : 0) + granted - 1;
         memory.useBy = keepOld ? Math.min(memory.useBy, useBy) : useBy;
+        // Only the newest lease can be handed back; a hand-back pending for an older one is given up.
+        memory.leaseStart = answer.leaseStart;
+        memory.leaseCount = granted - 1;
+        memory.returnCount = 0;
       }
       memory.blockedUntil = 0;
       memory.objectRemaining = decision.remaining;
@@ -138,7 +169,7 @@ export class IsolateBuckets {
       return memory;
     }
     if (this.buckets.size >= this.maxEntries) this.buckets.delete(this.buckets.keys().next().value!);
-    memory = { blockedUntil: 0, slots: 0, useBy: 0, epoch: 0, seenThisEpoch: 0, seenLastEpoch: 0, objectRemaining: 0, refillAt: 0 };
+    memory = { blockedUntil: 0, slots: 0, useBy: 0, leaseStart: 0, leaseCount: 0, returnCount: 0, epoch: 0, seenThisEpoch: 0, seenLastEpoch: 0, objectRemaining: 0, refillAt: 0 };
     this.buckets.set(id, memory);
     return memory;
   }
@@ -149,9 +180,16 @@ export class IsolateBuckets {
       this.stats.leasedAdmissions++;
       return true;
     }
-    if (now >= memory.useBy) memory.slots = 0;
+    expire(memory, now);
     return false;
   }
+}
+
+/** Past the deadline, unused leased admissions are dropped; those of the newest lease are kept to hand back. */
+function expire(memory: BucketMemory, now: number): void {
+  if (now < memory.useBy || memory.slots === 0) return;
+  memory.returnCount = Math.min(memory.slots, memory.leaseCount);
+  memory.slots = 0;
 }
 
 /** Counts the request in its epoch and returns how many admissions a lease should ask for. */

@@ -2,7 +2,7 @@
 
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
-import { emptyWindow, expiresAt, take, type LeaseDecision, type WindowSpec, type WindowState } from "./sliding-window.ts";
+import { emptyWindow, expiresAt, take, type LeaseDecision, type LeaseReturn, type WindowSpec, type WindowState } from "./sliding-window.ts";
 
 interface StoredWindow {
   state: WindowState;
@@ -22,14 +22,14 @@ export class RateLimiter extends DurableObject<Env> {
 
   /**
    * Counts one request and, if asked, leases further admissions to the calling isolate for
-   * `leaseMs` (see `take` in sliding-window.ts): one storage write serves many requests. The whole
-   * decision runs without yielding, so it is atomic.
+   * `leaseMs` (see `take` in sliding-window.ts): one storage write serves many requests. `returned`:
+   * leased admissions the isolate gives back unused. The whole decision runs without yielding, so it is atomic.
    */
-  take(spec: WindowSpec, want: number, leaseMs: number): LeaseDecision {
+  take(spec: WindowSpec, want: number, leaseMs: number, returned?: LeaseReturn): LeaseDecision {
     const now = Date.now();
-    const { decision, state } = take(this.stored.state, now, spec, want, leaseMs);
+    const { decision, state } = take(this.stored.state, now, spec, want, leaseMs, returned);
     this.stored = { state, windowMs: spec.windowMs };
-    if (decision.allowed) {
+    if (decision.allowed || (returned && returned.count > 0)) {
       this.ctx.storage.kv.put(STORAGE_KEY, this.stored);
       this.scheduleCleanup();
     }

@@ -86,6 +86,31 @@ export function hit(state: WindowState, now: number, spec: WindowSpec): { decisi
 export interface LeaseDecision extends WindowDecision {
   /** Admissions granted: this request's, plus `granted - 1` the caller may use until `now + leaseMs`. */
   readonly granted: number;
+  /** Start of the sub-window the `granted - 1` leased admissions are recorded in (0 when none were leased). */
+  readonly leaseStart: number;
+}
+
+/**
+ * Leased admissions an isolate hands back because it will never use them: `count` of those recorded in the
+ * sub-window starting at `start`. Taking back admissions that never happened cannot over-admit; it undoes
+ * the under-admission of a lease that a burst did not use up.
+ */
+export interface LeaseReturn {
+  readonly start: number;
+  readonly count: number;
+}
+
+/** `subWindows` with up to `returned.count` admissions removed from the sub-window at `returned.start`, if it is still live. */
+function giveBack(subWindows: SubWindow[], returned: LeaseReturn | undefined): SubWindow[] {
+  if (!returned || returned.count <= 0) return subWindows;
+  const index = subWindows.findIndex((sub) => sub.start === returned.start);
+  if (index < 0) return subWindows;
+  const sub = subWindows[index];
+  const count = sub.count - Math.min(sub.count, Math.floor(returned.count));
+  const next = subWindows.slice();
+  if (count > 0) next[index] = { ...sub, count };
+  else next.splice(index, 1);
+  return next;
 }
 
 /** Adds `count` admissions at time `at` (never before the newest sub-window, which keeps the list ordered). */
@@ -102,7 +127,8 @@ function record(subWindows: SubWindow[], at: number, count: number, length: numb
  * and recorded at `now + leaseMs`, so each stays counted for a full window after any moment it
  * could be used: a lease can leave admissions unused (under-admission), never add any (no
  * over-admission). At most a tenth of the remaining room is leased, so near capacity every
- * request is decided here, one by one.
+ * request is decided here, one by one. `returned`: leased admissions the caller gives back unused
+ * (see `LeaseReturn`), taken out before the request is decided.
  */
 export function take(
   state: WindowState,
@@ -110,13 +136,14 @@ export function take(
   spec: WindowSpec,
   want: number,
   leaseMs: number,
+  returned?: LeaseReturn,
 ): { decision: LeaseDecision; state: WindowState } {
-  const current = live(state, now, spec.windowMs);
+  const current = giveBack(live(state, now, spec.windowMs), returned);
   const counted = total(current);
   if (counted >= spec.capacity) {
     const retryAfterMs = waitUntilBelowCapacity(current, now, spec);
     return {
-      decision: { allowed: false, granted: 0, remaining: 0, retryAfterMs, resetMs: resetAfter(current, now, spec), refillMs: retryAfterMs },
+      decision: { allowed: false, granted: 0, leaseStart: 0, remaining: 0, retryAfterMs, resetMs: resetAfter(current, now, spec), refillMs: retryAfterMs },
       state: { subWindows: current },
     };
   }
@@ -129,6 +156,7 @@ export function take(
     decision: {
       allowed: true,
       granted: 1 + leased,
+      leaseStart: leased > 0 ? next[next.length - 1].start : 0,
       remaining: room - 1 - leased,
       retryAfterMs: 0,
       resetMs: resetAfter(next, now, spec),

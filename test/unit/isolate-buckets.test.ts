@@ -41,7 +41,8 @@ function simulate(steps: ReadonlyArray<{ gap: number; deliver: number }>, capaci
       continue;
     }
     // The object decides when the request reaches it (now); the isolate learns the answer later.
-    const result = take(state, now, { capacity, windowMs }, consulted.want, LEASE_MS);
+    // Leased admissions the isolate gives back unused go with the call, as limiter-client.ts sends them.
+    const result = take(state, now, { capacity, windowMs }, consulted.want, LEASE_MS, consulted.returned);
     state = result.state;
     if (result.decision.allowed) admitted.push(now);
     inFlight.push({ sent: consulted.sent, answer: result.decision });
@@ -65,12 +66,31 @@ describe("isolate bucket memory", () => {
     );
   });
 
+  it("hands back the unused admissions of an expired lease with its next object call", () => {
+    let now = 1_700_000_000_000;
+    const buckets = new IsolateBuckets({ now: () => now });
+    const spec = { capacity: 1000, windowMs: 60_000 };
+    let state: WindowState = emptyWindow;
+    const ask = () => {
+      const consulted = buckets.consult("b");
+      if ("decision" in consulted) return consulted.decision;
+      const result = take(state, now, spec, consulted.want, LEASE_MS, consulted.returned);
+      state = result.state;
+      return buckets.settle("b", consulted.sent, result.decision);
+    };
+    for (let i = 0; i < 30; i++, now += 10) ask(); // busy: 30 requests in the first lease period
+    now = 1_700_000_001_000;
+    expect(ask()).toMatchObject({ allowed: true, remaining: 969 }); // leases 29 more, uses none of them
+    now += 5_000; // the lease has expired: its 29 unused admissions go back with the next call
+    expect(ask()).toMatchObject({ allowed: true, remaining: 1000 - 31 - 1 });
+  });
+
   it("answers a limited bucket from memory until its retry time, then asks the object again", () => {
     let now = 0;
     const buckets = new IsolateBuckets({ now: () => now });
     const first = buckets.consult("b");
     expect(first).toEqual({ want: 1, sent: 0 });
-    expect(buckets.settle("b", 0, { allowed: false, granted: 0, remaining: 0, retryAfterMs: 42_000, resetMs: 60_000, refillMs: 42_000 })).toMatchObject({ allowed: false, retryAfterMs: 42_000 });
+    expect(buckets.settle("b", 0, { allowed: false, granted: 0, leaseStart: 0, remaining: 0, retryAfterMs: 42_000, resetMs: 60_000, refillMs: 42_000 })).toMatchObject({ allowed: false, retryAfterMs: 42_000 });
     now = 2_000;
     expect(buckets.consult("b")).toEqual({ decision: { allowed: false, remaining: 0, retryAfterMs: 40_000, resetMs: 40_000, refillMs: 40_000 } });
     now = 42_000;
@@ -83,13 +103,13 @@ describe("isolate bucket memory", () => {
     const buckets = new IsolateBuckets({ now: () => now });
     for (let i = 0; i < 10; i++) {
       const consulted = buckets.consult("b");
-      if ("want" in consulted) buckets.settle("b", consulted.sent, { allowed: true, granted: 1, remaining: 100, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 });
+      if ("want" in consulted) buckets.settle("b", consulted.sent, { allowed: true, granted: 1, leaseStart: 0, remaining: 100, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 });
       now += 50;
     }
     now = LEASE_MS;
     const consulted = buckets.consult("b");
     expect(consulted).toEqual({ want: 10, sent: LEASE_MS });
-    buckets.settle("b", LEASE_MS, { allowed: true, granted: 10, remaining: 90, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 });
+    buckets.settle("b", LEASE_MS, { allowed: true, granted: 10, leaseStart: 0, remaining: 90, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 });
     for (let i = 0; i < 9; i++) expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } });
     expect(buckets.consult("b")).toMatchObject({ want: 10 });
     expect(buckets.stats.leasedAdmissions).toBe(9);

@@ -54,4 +54,15 @@ describe("RateLimiter Durable Object", () => {
     expect(keys).toBe(1);
     expect(alarm).not.toBeNull();
   });
+
+  it("takes back leased admissions handed back unused, and keeps that across a restart", async () => {
+    const stub = freshStub();
+    const spec = { capacity: 200, windowMs: 60_000 };
+    const leased = await stub.take(spec, 20, 1_000);
+    expect(leased).toMatchObject({ allowed: true, granted: 20, remaining: 180 });
+    const back = await stub.take(spec, 1, 1_000, { start: leased.leaseStart, count: 19 });
+    expect(back).toMatchObject({ allowed: true, remaining: 198 });
+    await abortAllDurableObjects();
+    expect(await env.RATE_LIMITER.get(stub.id).take(spec, 1, 0)).toMatchObject({ allowed: true, remaining: 197 });
+  });
 });

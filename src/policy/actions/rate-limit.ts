@@ -4,7 +4,7 @@
  */
 
 import { z } from "zod";
-import { ErrorCode, ServiceError } from "../../errors.ts";
+import { ErrorCode, newOperationId, OPERATION_ID_HEADER, type ErrorEnvelope } from "../../errors.ts";
 import { clientIpBucket } from "../client-ip-bucket.ts";
 import type { Exchange, RateLimitEvent, RateLimitOutcome } from "../exchange.ts";
 import { parseDuration } from "../duration.ts";
@@ -101,6 +101,22 @@ export const rateLimitConfig = z
     message: `must be printable ASCII of at most ${MAX_RATELIMIT_POLICY_NAME} characters when ratelimit_headers is true (it names the policy in the RateLimit fields)`,
   });
 
+/**
+ * The 429 a rejected request gets: the envelope and headers `ServiceError.toResponse` renders, written
+ * directly because a flood answers it thousands of times a second and constructing an Error (its stack
+ * trace) cost more than everything else on that path.
+ */
+function rateLimitedResponse(msg: string, rateLimit: string, retryAfter: number): Response {
+  const operationId = newOperationId();
+  const envelope: ErrorEnvelope = {
+    error_code: `ERR_SVC_${ErrorCode.rateLimited}`,
+    status_code: 429,
+    msg,
+    details: { rate_limit: rateLimit, retry_after: retryAfter, operation_id: operationId },
+  };
+  return Response.json(envelope, { status: 429, headers: { "retry-after": String(retryAfter), [OPERATION_ID_HEADER]: operationId } });
+}
+
 /** How a counted decision turns out, given `enforce`. */
 function outcomeOf(allowed: boolean, enforce: boolean): RateLimitOutcome {
   if (allowed) return "allowed";
@@ -155,13 +171,7 @@ export const rateLimitAction = defineAction({
           (exchange.rateLimitFields ??= []).push({ policy: name, quota: spec.capacity, windowSeconds, remaining: decision.remaining, resetSeconds });
         }
         if (decision.allowed || !enforce) return undefined;
-        return new ServiceError(
-          429,
-          ErrorCode.rateLimited,
-          `Rate limit exceeded: more than ${spec.capacity} requests in ${config.rate}. Retry after ${retryAfter}s.`,
-          { rate_limit: name, retry_after: retryAfter },
-          { "retry-after": String(retryAfter) },
-        ).toResponse();
+        return rateLimitedResponse(`Rate limit exceeded: more than ${spec.capacity} requests in ${config.rate}. Retry after ${retryAfter}s.`, name, retryAfter);
       },
     };
   },

@@ -20,7 +20,7 @@ export class LeasingCounter implements RateLimitCounter {
     const id = await bucketId({ ingress: "local", ...bucket });
     const consulted = this.buckets.consult(id);
     if ("decision" in consulted) return { ok: true, decision: consulted.decision, bucketId: id };
-    const { decision, state } = take(this.windows.get(id) ?? emptyWindow, this.clock.now, spec, consulted.want, LEASE_MS);
+    const { decision, state } = take(this.windows.get(id) ?? emptyWindow, this.clock.now, spec, consulted.want, LEASE_MS, consulted.returned);
     this.windows.set(id, state);
     return { ok: true, decision: this.buckets.settle(id, consulted.sent, decision), bucketId: id };
   }
