@@ -11,6 +11,9 @@ export const IPV6_BUCKET_PREFIX_LENGTH = 64;
 
 const BITS_PER_PART = 16;
 
+/** An IPv4 address already in canonical text (no leading zeros): its own bucket, without parsing it. */
+const CANONICAL_IPV4 = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
+
 /**
  * The bucket of `address`, in canonical text: an IPv4 address as itself (`203.0.113.7`), an IPv4-mapped IPv6
  * address as its IPv4 address (`::ffff:203.0.113.7` → `203.0.113.7`), any other IPv6 address as its /64 in
@@ -18,6 +21,7 @@ const BITS_PER_PART = 16;
  * (an empty header, a forged value) is its own bucket, unchanged.
  */
 export function clientIpBucket(address: string): string {
+  if (CANONICAL_IPV4.test(address)) return address;
   if (ipaddr.IPv4.isValidFourPartDecimal(address)) return ipaddr.IPv4.parse(address).toString();
   if (!ipaddr.IPv6.isValid(address)) return address;
   const ipv6 = ipaddr.IPv6.parse(address);
