@@ -72,7 +72,7 @@ describe("a relayed WebSocket", () => {
 
 describe("the inspector's header editor", () => {
   it("reads header lines named like Object.prototype's members into a map it sends as JSON with those keys", () => {
-    const text = NAMES.map((name) => `${name}: ${name}-value`).join("\n") + "\nconstructor: second";
+    const text = `${NAMES.map((name) => `${name}: ${name}-value`).join("\n")}\nconstructor: second`;
     const parsed = parseHeaderLines(text);
     expect(parsed.error).toBeUndefined();
     expect(JSON.parse(JSON.stringify(parsed.headers))).toEqual(

@@ -315,7 +315,7 @@ async function readEvents(response: Response, count: number): Promise<Array<{ ev
     const { value, done } = await reader.read();
     if (done) break;
     text += new TextDecoder().decode(value);
-    let end;
+    let end: number;
     while ((end = text.indexOf("\n\n")) >= 0) {
       const block = text.slice(0, end);
       text = text.slice(end + 2);

@@ -48,7 +48,7 @@ async function openFeed(): Promise<{ next(match: (event: { event: string; data: 
   return {
     async next(match) {
       for (;;) {
-        let end;
+        let end: number;
         while ((end = text.indexOf("\n\n")) >= 0) {
           const block = text.slice(0, end);
           text = text.slice(end + 2);

@@ -57,7 +57,7 @@ class RawConnection {
   /** Sends exactly the given headers plus Host (no Accept-Encoding, no User-Agent unless given). */
   async request(host: string, path: string, { method = "GET", headers = [] as Array<[string, string]> } = {}): Promise<RawAnswer> {
     const lines = [`${method} ${path} HTTP/1.1`, `Host: ${host}`, ...headers.map(([name, value]) => `${name}: ${value}`)];
-    this.socket.write(lines.join("\r\n") + "\r\n\r\n");
+    this.socket.write(`${lines.join("\r\n")}\r\n\r\n`);
     const headEnd = await this.until(() => (this.buffer.indexOf("\r\n\r\n") >= 0 ? this.buffer.indexOf("\r\n\r\n") : undefined));
     const [statusLine, ...lines2] = this.take(headEnd + 4).subarray(0, headEnd).toString("latin1").split("\r\n");
     if (!statusLine.startsWith("HTTP/1.1 ")) throw new Error(`expected a status line, got ${JSON.stringify(statusLine)}`);
@@ -110,7 +110,7 @@ class RawConnection {
 
 const HTML = Buffer.from("<html><p>hello</p></html>\n"); // 26 bytes
 const BIG = patternBytes(600 * 1024);
-const GZIPPED = gzipSync(Buffer.from("<html>" + "compressed by the local server ".repeat(200) + "</html>"));
+const GZIPPED = gzipSync(Buffer.from(`<html>${"compressed by the local server ".repeat(200)}</html>`));
 const BROTLI = brotliCompressSync(Buffer.from("/* compressed by the local server */ ".repeat(200)));
 
 let server: Server;

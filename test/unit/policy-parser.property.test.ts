@@ -71,7 +71,7 @@ function spotsOf(document: PolicyValue): Spot[] {
       const expressions = entry.expressions as string[] | undefined;
       if (expressions) {
         add([...at, "expressions"], expressions);
-        expressions.forEach((expression, x) => add([...at, "expressions", x], expression));
+        for (const [x, expression] of expressions.entries()) add([...at, "expressions", x], expression);
       }
       const actions = entry.actions as Array<{ type: string; config?: Record<string, unknown> }>;
       add([...at, "actions"], actions);
@@ -90,7 +90,7 @@ function spotsOf(document: PolicyValue): Spot[] {
           else if (key === "name") add(path, value, "limit-name");
           else if (key === "bucket_key") add(path, value, "bucket-key");
           else add(path, value);
-          if (Array.isArray(value)) value.forEach((element, i) => add([...path, i], element));
+          if (Array.isArray(value)) for (const [i, element] of value.entries()) add([...path, i], element);
           else if (key === "headers") for (const [name, headerValue] of Object.entries(value as object)) add([...path, name], headerValue);
         }
       });

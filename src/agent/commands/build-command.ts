@@ -30,7 +30,7 @@ export async function buildCommand(argv: readonly string[], environment: Command
   const fail = (message: string) => error(`${message}\n${helpHint(program)}`);
   const flagProblem = flagMistake(argv);
   if (flagProblem !== undefined) return fail(flagProblem);
-  let parsed;
+  let parsed: ReturnType<typeof parseArgs<{ args: string[]; options: typeof OPTIONS; allowPositionals: true; strict: true }>>;
   try {
     parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
   } catch (failure) {

@@ -3,7 +3,7 @@
  * timeouts and taps (so request capture records it, marked `replay`). For replaying captured requests.
  */
 
-import { type Frame, type FrameOf } from "../../tunnels/protocol.ts";
+import type { Frame, FrameOf } from "../../tunnels/protocol.ts";
 import { DataSequence } from "../../tunnels/framing.ts";
 import { LocalForwarder, type LocalTunnel } from "./local-forwarder.ts";
 

@@ -180,10 +180,14 @@ function mapEndpoints(mapper: Mapper, endpoints: unknown, at: PathSegment[]): vo
   }
   endpoints.forEach((endpoint, index) => {
     const here = [...at, index];
-    if (!isMap(endpoint)) return mapper.refuse(here, "must be a map (name, url, upstream, …)");
+    if (!isMap(endpoint)) {
+      mapper.refuse(here, "must be a map (name, url, upstream, …)");
+      return;
+    }
     const name = typeof endpoint.name === "string" ? endpoint.name : `endpoint_${index}`;
     if (mapper.value.tunnels && (mapper.value.tunnels as Record<string, unknown>)[name] !== undefined) {
-      return mapper.refuse([...here, "name"], `a tunnel or endpoint named ${JSON.stringify(name)} is defined twice`);
+      mapper.refuse([...here, "name"], `a tunnel or endpoint named ${JSON.stringify(name)} is defined twice`);
+      return;
     }
     mapper.set(["tunnels", name], { proto: "http" }, here);
     mapper.alias(["tunnels", name, "addr"], [...here, "upstream", "url"]);

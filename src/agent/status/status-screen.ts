@@ -104,8 +104,8 @@ function requestLine(request: RecentRequest, width: number, pathWidth: number, t
   const statusWidth = wide ? 20 : 7;
   const time = clock(request.start, wide);
   const path = pathOf(request);
-  const parts: Span[] = [span(`${time} `, "dim"), span(cell(request.method, 7) + " "), span(cell(path, pathWidth) + " "), span(cell(statusWords(request, wide), statusWidth), statusStyle(request)), span(" " + cell(duration(request.durationNs), 8))];
-  if (tunnelWidth) parts.push(span(" " + cell(request.tunnelName, tunnelWidth), "dim"));
+  const parts: Span[] = [span(`${time} `, "dim"), span(`${cell(request.method, 7)} `), span(`${cell(path, pathWidth)} `), span(cell(statusWords(request, wide), statusWidth), statusStyle(request)), span(` ${cell(duration(request.durationNs), 8)}`)];
+  if (tunnelWidth) parts.push(span(` ${cell(request.tunnelName, tunnelWidth)}`, "dim"));
   return fit(parts, width);
 }
 

@@ -208,7 +208,7 @@ export class TunnelManager {
       traffic_policy: definition.traffic_policy,
       subdomain: definition.subdomain ?? tunnel.subdomain,
     };
-    let started;
+    let started: Awaited<ReturnType<typeof this.options.session.startTunnel>>;
     try {
       started = await this.options.session.startTunnel(request);
     } catch (error) {

@@ -101,7 +101,7 @@ describe("tunnel sessions", () => {
   });
 
   it("a client address that does not read as an IP address is recorded as \"\"", async () => {
-    const { sessionId } = await connect("dev", "not-an-ip-" + "x".repeat(60), { agent_version: "1" });
+    const { sessionId } = await connect("dev", `not-an-ip-${"x".repeat(60)}`, { agent_version: "1" });
     await vi.waitFor(async () => expect(await sessionIds()).toContain(sessionId), SETTLES);
     expect((await callJson<TunnelSession>("GET", `/tunnel_sessions/${sessionId}`, 200)).ip).toBe("");
   });

@@ -143,7 +143,7 @@ export function matchesFilter(summary, { path = "", method = "", status = "", tu
     if (wanted === "pending") return summary.state === "pending";
     const code = summary.status_code ? String(summary.status_code) : "";
     const prefix = wanted.replace(/x+$/, "");
-    if (!code || !code.startsWith(prefix) || (prefix.length === 3 && code !== prefix)) return false;
+    if (!code?.startsWith(prefix) || (prefix.length === 3 && code !== prefix)) return false;
   }
   return true;
 }
@@ -205,7 +205,7 @@ export function failureText(error) {
  */
 export function apiErrorMessage(body, fallback) {
   const msg = body && typeof body.msg === "string" ? body.msg : "";
-  const err = body && body.details && typeof body.details.err === "string" ? body.details.err : "";
+  const err = body?.details && typeof body.details.err === "string" ? body.details.err : "";
   if (!msg) return err || fallback;
   return err && !msg.includes(err) ? `${msg}: ${err}` : msg;
 }

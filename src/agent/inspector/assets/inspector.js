@@ -293,7 +293,7 @@ function renderDetail() {
     ["id", detail.id],
     ["tunnel", detail.tunnel_name],
     ["client", detail.remote_addr || "(the agent)"],
-    ["start", new Date(detail.start).toLocaleString() + `  (${detail.start})`],
+    ["start", `${new Date(detail.start).toLocaleString()}  (${detail.start})`],
     ["duration", detail.state === "pending" ? `${formatDuration(detail.duration)} so far` : formatDuration(detail.duration)],
     ["state", detail.state],
   ];
