@@ -1,27 +1,14 @@
 /** The `log` and `restrict-ips` actions: behaviour, and the exact message of each validation failure. */
 
 import { describe, expect, it } from "vitest";
-import { loadPolicy, type CompiledPolicy } from "../../src/policy/compile.ts";
+import type { CompiledPolicy } from "../../src/policy/compile.ts";
 import { runPhase } from "../../src/policy/evaluate.ts";
 import type { ActionServices } from "../../src/policy/exchange.ts";
-import { formatIssue } from "../../src/policy/issues.ts";
 import { makeExchange } from "./support/exchange.ts";
 import { MemoryCounter } from "./support/memory-counter.ts";
+import { lines, load, POLICY_FILE as FILE, problems } from "./support/policy-text.ts";
 
-const FILE = "policies/api.yaml";
 const T0 = 1_700_000_000_000;
-const lines = (...text: string[]) => `${text.join("\n")}\n`;
-
-function load(text: string): CompiledPolicy {
-  const loaded = loadPolicy(text, FILE);
-  if (!loaded.ok) throw new Error(loaded.issues.map(formatIssue).join("\n"));
-  return loaded.policy;
-}
-
-function problems(text: string): string[] {
-  const loaded = loadPolicy(text, FILE);
-  return loaded.ok ? [] : loaded.issues.map(formatIssue);
-}
 
 /** One action of `type` in `phase`; its config lines start on line 5. */
 const action = (type: string, config: string[], phase = "inbound") =>

@@ -7,31 +7,18 @@
 import fc from "fast-check";
 import { parseList } from "structured-headers";
 import { describe, expect, it } from "vitest";
-import { loadPolicy, type CompiledPolicy } from "../../src/policy/compile.ts";
+import type { CompiledPolicy } from "../../src/policy/compile.ts";
 import { runPhase } from "../../src/policy/evaluate.ts";
 import type { ActionServices, Exchange, RateLimitEvent } from "../../src/policy/exchange.ts";
-import { formatIssue } from "../../src/policy/issues.ts";
 import { withRateLimitFields } from "../../src/policy/rate-limit-fields.ts";
 import { makeExchange } from "./support/exchange.ts";
 import { LeasingCounter } from "./support/leasing-counter.ts";
 import { MemoryCounter } from "./support/memory-counter.ts";
+import { lines, load, POLICY_FILE as FILE, problems } from "./support/policy-text.ts";
 
 /** Aligned to the 1s sub-windows of a 60s window. */
 const T0 = 1_700_000_000_000;
-const FILE = "policies/api.yaml";
 
-function load(text: string): CompiledPolicy {
-  const loaded = loadPolicy(text, FILE);
-  if (!loaded.ok) throw new Error(loaded.issues.map(formatIssue).join("\n"));
-  return loaded.policy;
-}
-
-function problems(text: string): string[] {
-  const loaded = loadPolicy(text, FILE);
-  return loaded.ok ? [] : loaded.issues.map(formatIssue);
-}
-
-const lines = (...text: string[]) => `${text.join("\n")}\n`;
 
 /** A shadow-able limit, and a later entry that acts on `limited`. */
 const limitThenMark = (enforce: boolean, capacity: number) =>
