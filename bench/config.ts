@@ -35,7 +35,11 @@ export function readConfig(): BenchConfig {
     warmupSeconds: fromEnv("BENCH_WARMUP", 1),
     accuracySeconds: fromEnv("BENCH_ACCURACY_SECONDS", 100),
     seed: fromEnv("BENCH_SEED", 20_260_426),
-    only: process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(",").map((id) => id.trim()).filter(Boolean) : undefined,
+    only: process.env.BENCH_ONLY
+      ? process.env.BENCH_ONLY.split(",")
+          .map((id) => id.trim())
+          .filter(Boolean)
+      : undefined,
   };
 }
 

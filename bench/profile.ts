@@ -91,7 +91,8 @@ try {
       await cdp.send("Profiler.start");
       const load = await runLoad(gateway.url + path, { connections: config.connections, durationSeconds: config.durationSeconds });
       const { profile } = await cdp.send<{ profile: Profile }>("Profiler.stop");
-      if (process.env.BENCH_PROFILE_OUT) writeFileSync(join(process.env.BENCH_PROFILE_OUT, `${path.replace(/\W/g, "") || "root"}.cpuprofile`), JSON.stringify(profile));
+      if (process.env.BENCH_PROFILE_OUT)
+        writeFileSync(join(process.env.BENCH_PROFILE_OUT, `${path.replace(/\W/g, "") || "root"}.cpuprofile`), JSON.stringify(profile));
       process.stdout.write(`\n${path}: ${load.requestsPerSecond.toFixed(0)} req/s under the profiler; self time by function:\n`);
       for (const { name, share } of selfTimes(profile).slice(0, TOP)) process.stdout.write(`${(share * 100).toFixed(1).padStart(6)} %  ${name}\n`);
     }

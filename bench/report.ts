@@ -52,20 +52,15 @@ export function markdownTable(rows: readonly Row[]): string {
 export function checkLines(checks: readonly Check[]): string {
   return checks
     .map((check) => {
-      const value = check.unit === "×" ? `${check.measured.toFixed(2)} ×` : `${Number.isInteger(check.measured) ? check.measured : check.measured.toFixed(4)}${check.unit}`;
+      const value =
+        check.unit === "×" ? `${check.measured.toFixed(2)} ×` : `${Number.isInteger(check.measured) ? check.measured : check.measured.toFixed(4)}${check.unit}`;
       const wanted = `${check.relation} ${check.wanted}${check.unit === "×" ? " ×" : check.unit}`;
       return `${check.pass ? "PASS" : "MISS"}  ${check.name}: ${value} (target ${wanted})${check.caveat ? ` — not trustworthy: ${check.caveat}` : ""}`;
     })
     .join("\n");
 }
 
-export function accuracyLines(
-  run: AccuracyReport | undefined,
-  algorithm: AlgorithmAccuracy,
-  capacity: number,
-  rate: string,
-  uncounted: number,
-): string {
+export function accuracyLines(run: AccuracyReport | undefined, algorithm: AlgorithmAccuracy, capacity: number, rate: string, uncounted: number): string {
   const lines: string[] = [];
   if (run) {
     lines.push(

@@ -47,7 +47,7 @@ try {
     { id: "peer-flood", label: "peer: hono-rate-limiter + DO, flood", url: `${stack.peer.url}/flood`, kind: "flood", ...peer },
     { id: "binding-allowed", label: "peer: Workers ratelimit binding, allowed", url: `${stack.bindingPeer.url}/allowed`, kind: "allowed", ...binding },
     { id: "binding-flood", label: "peer: Workers ratelimit binding, flood", url: `${stack.bindingPeer.url}/flood`, kind: "flood", ...binding },
-    { id: "fixed-429", label: "fixed 429, nothing else (flood ceiling)", url: stack.fixed429.url + "/", kind: "flood", cpuSeconds: stack.fixed429.cpuSeconds },
+    { id: "fixed-429", label: "fixed 429, nothing else (flood ceiling)", url: `${stack.fixed429.url}/`, kind: "flood", cpuSeconds: stack.fixed429.cpuSeconds },
   ];
   // BENCH_ONLY narrows a run to some targets while iterating (bare always stays: ratios are to it).
   const targets = config.only ? allTargets.filter((t) => t.id === "bare" || config.only!.includes(t.id)) : allTargets;
@@ -62,7 +62,7 @@ try {
 
   progress("accuracy: pure algorithm over simulated time");
   const algorithm = measureAlgorithmAccuracy(config.seed);
-  let accuracy;
+  let accuracy: Awaited<ReturnType<typeof runAccuracy>> | undefined;
   const failOpenBeforeAccuracy = failOpen();
   if (config.accuracySeconds > 0) {
     progress(`accuracy: end to end, ${config.accuracySeconds} s of bursts on one bucket`);

@@ -25,7 +25,16 @@ export interface BenchEdge {
 
 export async function startBenchEdge(origin: string): Promise<BenchEdge> {
   const dir = mkdtempSync(join(tmpdir(), "tollgate-tunnel-bench-"));
-  const gateway = ["edges:", "  - id: edghts_bench", `    hostnames: ["${DIRECT_HOST}"]`, "    routes:", "      - id: edghtsrt_direct", "        match: /", `        upstream: ${origin}`, ""];
+  const gateway = [
+    "edges:",
+    "  - id: edghts_bench",
+    `    hostnames: ["${DIRECT_HOST}"]`,
+    "    routes:",
+    "      - id: edghtsrt_direct",
+    "        match: /",
+    `        upstream: ${origin}`,
+    "",
+  ];
   const script = await bundleWorker({
     entry: join(ROOT, "src/worker.ts"),
     outdir: dir,

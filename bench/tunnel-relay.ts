@@ -40,7 +40,18 @@ progress(`upstream ${upstreamUrl}, edge ${edge.url} (one workerd)`);
 
 const agent = spawn(
   process.execPath,
-  [fileURLToPath(new URL("../bin/tollgate.mjs", import.meta.url)), "agent", "http", upstreamUrl.split(":").at(-1)!, "--server-addr", edge.url, "--web-addr", "false", "--log", "logfmt"],
+  [
+    fileURLToPath(new URL("../bin/tollgate.mjs", import.meta.url)),
+    "agent",
+    "http",
+    upstreamUrl.split(":").at(-1)!,
+    "--server-addr",
+    edge.url,
+    "--web-addr",
+    "false",
+    "--log",
+    "logfmt",
+  ],
   { stdio: ["ignore", "pipe", "inherit"] },
 );
 const publicUrl = await new Promise<string>((resolve, reject) => {

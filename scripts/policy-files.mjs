@@ -14,7 +14,5 @@ function listFiles(dir) {
 
 /** @param {string} root the repository root; @returns {Record<string, string>} */
 export function readPolicyFiles(root) {
-  return Object.fromEntries(
-    listFiles(join(root, "policies")).map((path) => [relative(root, path).split("\\").join("/"), readFileSync(path, "utf8")]),
-  );
+  return Object.fromEntries(listFiles(join(root, "policies")).map((path) => [relative(root, path).split("\\").join("/"), readFileSync(path, "utf8")]));
 }

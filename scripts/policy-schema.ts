@@ -20,5 +20,9 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
   const dir = resolve("schema");
   mkdirSync(dir, { recursive: true });
   for (const [name, text] of Object.entries(jsonSchemas())) writeFileSync(join(dir, name), text);
-  console.log(`wrote ${Object.keys(jsonSchemas()).map((name) => `schema/${name}`).join(", ")}`);
+  console.log(
+    `wrote ${Object.keys(jsonSchemas())
+      .map((name) => `schema/${name}`)
+      .join(", ")}`,
+  );
 }

@@ -15,7 +15,10 @@ const CF_HOST = "workers.cloudflare.com";
 async function cfFetchEnv() {
   if (process.env.CLOUDFLARE_CF_FETCH_ENABLED !== undefined || process.env.CLOUDFLARE_CF_FETCH_PATH !== undefined) return {};
   const resolves = await Promise.race([
-    lookup(CF_HOST).then(() => true, () => false),
+    lookup(CF_HOST).then(
+      () => true,
+      () => false,
+    ),
     new Promise((resolve) => setTimeout(() => resolve(true), 1500).unref()),
   ]);
   if (resolves) return {};

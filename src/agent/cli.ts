@@ -45,10 +45,16 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   }
 }
 
-async function runAgent(config: Parameters<typeof startAgent>[0]["config"], tunnels: Parameters<typeof startAgent>[0]["tunnels"], output: OutputPlan, io: CliIo): Promise<number> {
+async function runAgent(
+  config: Parameters<typeof startAgent>[0]["config"],
+  tunnels: Parameters<typeof startAgent>[0]["tunnels"],
+  output: OutputPlan,
+  io: CliIo,
+): Promise<number> {
   const screen = output.screen === true || (output.screen === "auto" && io.stdout.isTTY === true && output.destination !== "stdout");
   const destination = output.destination ?? (screen ? false : "stdout");
-  const log: AgentLog | undefined = destination === false ? undefined : openLog({ destination, format: output.format, level: output.level, stdout: io.stdout, stderr: io.stderr, cwd: io.cwd });
+  const log: AgentLog | undefined =
+    destination === false ? undefined : openLog({ destination, format: output.format, level: output.level, stdout: io.stdout, stderr: io.stderr, cwd: io.cwd });
 
   let agent: Agent;
   try {

@@ -9,9 +9,7 @@ import { parseUpstream, type Upstream } from "./upstream-spec.ts";
 
 export const GATEWAY_FILE = "policies/gateway.yaml";
 
-const idSchema = z
-  .string({ error: "must be a string" })
-  .regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1 to 64 letters, digits, '_' or '-'");
+const idSchema = z.string({ error: "must be a string" }).regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1 to 64 letters, digits, '_' or '-'");
 
 const hostnameSchema = z
   .string({ error: "must be a string" })
@@ -23,12 +21,8 @@ const routeSchema = z.strictObject({
     .string({ error: "must be a string" })
     .regex(/^\/[^?#\s]*$/, "must be a path prefix starting with '/'")
     .describe("Path prefix: '/api' matches /api and /api/…, not /apix."),
-  upstream: z
-    .string({ error: "must be a string" })
-    .describe("'management', 'echo', an origin URL (http:// or https://) or a TCP address (tcp://host:port)."),
-  traffic_policy: z
-    .union([z.string(), z.record(z.string(), z.unknown())], { error: "must be a file name under policies/ or an inline policy map" })
-    .optional(),
+  upstream: z.string({ error: "must be a string" }).describe("'management', 'echo', an origin URL (http:// or https://) or a TCP address (tcp://host:port)."),
+  traffic_policy: z.union([z.string(), z.record(z.string(), z.unknown())], { error: "must be a file name under policies/ or an inline policy map" }).optional(),
 });
 
 const edgeSchema = z.strictObject({

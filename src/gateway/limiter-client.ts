@@ -6,7 +6,7 @@
  */
 
 import type { Env } from "../env.ts";
-import { IsolateBuckets, LEASE_MS } from "../limiter/isolate-buckets.ts";
+import { type IsolateBuckets, LEASE_MS } from "../limiter/isolate-buckets.ts";
 import type { LeaseDecision, WindowSpec } from "../limiter/sliding-window.ts";
 import type { ActionServices, BucketRef, CountResult, RateLimitCounter } from "../policy/exchange.ts";
 import { analyticsDataset, decisionSink } from "./decision-sink.ts";

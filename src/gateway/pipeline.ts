@@ -74,7 +74,10 @@ export async function runThroughPolicy(
     await response.body?.cancel();
     return withRateLimitFields(replaced, exchange);
   }
-  return withRateLimitFields(new Response(response.body, { status: response.status, statusText: response.statusText, headers: exchange.response.headers }), exchange);
+  return withRateLimitFields(
+    new Response(response.body, { status: response.status, statusText: response.statusText, headers: exchange.response.headers }),
+    exchange,
+  );
 }
 
 /** Serves a request addressed to a route of policies/gateway.yaml. */

@@ -17,7 +17,10 @@ export function bucketText({ ingress, scope, action, key }: BucketName): string 
 /** SHA-256 of `bucketText`, in unpadded base64url (43 characters). */
 export async function idOfText(text: string): Promise<string> {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
-  return btoa(String.fromCharCode(...digest)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return btoa(String.fromCharCode(...digest))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
 }
 
 /** SHA-256 of the bucket's parts, in unpadded base64url (43 characters). */

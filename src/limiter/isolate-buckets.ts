@@ -169,7 +169,19 @@ export class IsolateBuckets {
       return memory;
     }
     if (this.buckets.size >= this.maxEntries) this.buckets.delete(this.buckets.keys().next().value!);
-    memory = { blockedUntil: 0, slots: 0, useBy: 0, leaseStart: 0, leaseCount: 0, returnCount: 0, epoch: 0, seenThisEpoch: 0, seenLastEpoch: 0, objectRemaining: 0, refillAt: 0 };
+    memory = {
+      blockedUntil: 0,
+      slots: 0,
+      useBy: 0,
+      leaseStart: 0,
+      leaseCount: 0,
+      returnCount: 0,
+      epoch: 0,
+      seenThisEpoch: 0,
+      seenLastEpoch: 0,
+      objectRemaining: 0,
+      refillAt: 0,
+    };
     this.buckets.set(id, memory);
     return memory;
   }

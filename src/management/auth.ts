@@ -82,14 +82,26 @@ export async function authenticateApiKey(
   if (authorization === null || authorization.trim() === "") {
     return {
       ok: false,
-      error: new ServiceError(401, ErrorCode.missingCredentials, "The request has no credentials: send 'Authorization: Bearer <API key>'.", {}, UNAUTHORIZED_HEADERS),
+      error: new ServiceError(
+        401,
+        ErrorCode.missingCredentials,
+        "The request has no credentials: send 'Authorization: Bearer <API key>'.",
+        {},
+        UNAUTHORIZED_HEADERS,
+      ),
     };
   }
   const match = BEARER.exec(authorization);
   if (!match) {
     return {
       ok: false,
-      error: new ServiceError(401, ErrorCode.missingCredentials, "The Authorization header must have the form 'Bearer <API key>' (the scheme in any case, one space, no other whitespace).", {}, UNAUTHORIZED_HEADERS),
+      error: new ServiceError(
+        401,
+        ErrorCode.missingCredentials,
+        "The Authorization header must have the form 'Bearer <API key>' (the scheme in any case, one space, no other whitespace).",
+        {},
+        UNAUTHORIZED_HEADERS,
+      ),
     };
   }
   const config = apiKeysOf(env);

@@ -35,15 +35,27 @@ export interface ServedOperation {
 export function notFoundOrMethodNotAllowed(operations: () => readonly ServedOperation[]): NotFoundHandler<ManagementEnv> {
   return (c) => {
     const path = new URL(c.req.url).pathname;
-    const allowed = [...new Set(operations().filter((op) => op.pattern.test(path)).map((op) => op.method))];
+    const allowed = [
+      ...new Set(
+        operations()
+          .filter((op) => op.pattern.test(path))
+          .map((op) => op.method),
+      ),
+    ];
     if (allowed.length === 0) {
       return new ServiceError(404, ErrorCode.notFound, `The management API has no resource at '${path}'.`, { path }).toResponse(c.get("operationId"));
     }
     if (allowed.includes("GET")) allowed.push("HEAD");
-    return new ServiceError(405, ErrorCode.methodNotAllowed, `Method ${c.req.method} is not allowed on '${path}'; allowed: ${allowed.join(", ")}.`, {
-      path,
-      method: c.req.method,
-      allowed,
-    }, { allow: allowed.join(", ") }).toResponse(c.get("operationId"));
+    return new ServiceError(
+      405,
+      ErrorCode.methodNotAllowed,
+      `Method ${c.req.method} is not allowed on '${path}'; allowed: ${allowed.join(", ")}.`,
+      {
+        path,
+        method: c.req.method,
+        allowed,
+      },
+      { allow: allowed.join(", ") },
+    ).toResponse(c.get("operationId"));
   };
 }

@@ -29,9 +29,7 @@ export const pageQuerySchema = z.object({
     .regex(/^[0-9]+$/, LIMIT_MESSAGE)
     .optional()
     .openapi({ description: `Page size, 1 … ${MAX_PAGE_SIZE}; default ${DEFAULT_PAGE_SIZE}.`, example: "100" }),
-  before_id: text()
-    .optional()
-    .openapi({ description: "Lists the items created before this id: the last id of the previous page." }),
+  before_id: text().optional().openapi({ description: "Lists the items created before this id: the last id of the previous page." }),
   beforeId: text().optional().openapi({ description: "Alias of `before_id` (the ngrok API clients send it)." }),
 });
 

@@ -15,14 +15,18 @@ export const errorEnvelopeSchema = z
   })
   .openapi("Error");
 
-export const refSchema = z
-  .object({ id: z.string(), uri: z.string().openapi({ format: "uri" }) })
-  .openapi("Ref");
+export const refSchema = z.object({ id: z.string(), uri: z.string().openapi({ format: "uri" }) }).openapi("Ref");
 
 /** Documents the version header on every authenticated operation. */
 export const versionHeaders = z.object({
-  [VERSION_HEADER]: z.literal(SUPPORTED_VERSION).optional().openapi({ description: `API version; this header or its alias ${VERSION_HEADER_ALIAS} is required.` }),
-  [VERSION_HEADER_ALIAS]: z.literal(SUPPORTED_VERSION).optional().openapi({ description: `Alias of ${VERSION_HEADER} (what the reference API's clients send).` }),
+  [VERSION_HEADER]: z
+    .literal(SUPPORTED_VERSION)
+    .optional()
+    .openapi({ description: `API version; this header or its alias ${VERSION_HEADER_ALIAS} is required.` }),
+  [VERSION_HEADER_ALIAS]: z
+    .literal(SUPPORTED_VERSION)
+    .optional()
+    .openapi({ description: `Alias of ${VERSION_HEADER} (what the reference API's clients send).` }),
 });
 
 export const timestampSchema = z.string().openapi({ format: "date-time", description: "RFC 3339, UTC.", example: "2026-05-01T12:00:00Z" });

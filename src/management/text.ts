@@ -37,15 +37,13 @@ export interface TextOptions {
  */
 export function text(options: TextOptions = {}) {
   const { length } = options;
-  const schema = z
-    .string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") })
-    .superRefine((value, ctx) => {
-      if (!isWellFormed(value)) {
-        ctx.addIssue({ code: "custom", message: NOT_WELL_FORMED_MESSAGE });
-      } else if (length !== undefined) {
-        const count = characterCount(value);
-        if (count < length.min || count > length.max) ctx.addIssue({ code: "custom", message: `must be ${length.min} to ${length.max} characters` });
-      }
-    });
+  const schema = z.string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") }).superRefine((value, ctx) => {
+    if (!isWellFormed(value)) {
+      ctx.addIssue({ code: "custom", message: NOT_WELL_FORMED_MESSAGE });
+    } else if (length !== undefined) {
+      const count = characterCount(value);
+      if (count < length.min || count > length.max) ctx.addIssue({ code: "custom", message: `must be ${length.min} to ${length.max} characters` });
+    }
+  });
   return length === undefined ? schema : schema.openapi({ minLength: length.min, maxLength: length.max });
 }

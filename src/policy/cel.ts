@@ -32,7 +32,9 @@ function meteredPattern(source: string) {
     test(text: string): boolean {
       const work = (regexWork.get(evaluation.exchange) ?? 0) + text.length * pattern.instructions;
       if (work > MAX_REGEX_WORK_PER_REQUEST) {
-        throw new Error(`matches() exceeds the limit of ${MAX_REGEX_WORK_PER_REQUEST} units of regex work per request (text characters × pattern instructions)`);
+        throw new Error(
+          `matches() exceeds the limit of ${MAX_REGEX_WORK_PER_REQUEST} units of regex work per request (text characters × pattern instructions)`,
+        );
       }
       regexWork.set(evaluation.exchange, work);
       return pattern.test(text);
@@ -261,19 +263,38 @@ function activation(exchange: Exchange) {
     req: new Map<string, unknown>([
       ["method", request.method],
       ["host", request.host],
-      ["url", new Map([["path", request.url.pathname], ["query", request.url.search.replace(/^\?/, "")], ["raw", request.url.pathname + request.url.search]])],
+      [
+        "url",
+        new Map([
+          ["path", request.url.pathname],
+          ["query", request.url.search.replace(/^\?/, "")],
+          ["raw", request.url.pathname + request.url.search],
+        ]),
+      ],
       ["headers", headerMap(request.headers)],
     ]),
     conn: new Map([["client_ip", exchange.clientIp]]),
     actions: new Map([
-      ["svc", new Map([
-        ["rate_limit", new Map<string, unknown>([
-          ["bucket_key", rateLimit.bucket_key],
-          ["limited", rateLimit.limited],
-          ["error", new Map([["code", rateLimit.error.code], ["message", rateLimit.error.message]])],
-        ])],
-        ["restrict_ips", new Map([["denied", vars.restrict_ips.denied]])],
-      ])],
+      [
+        "svc",
+        new Map([
+          [
+            "rate_limit",
+            new Map<string, unknown>([
+              ["bucket_key", rateLimit.bucket_key],
+              ["limited", rateLimit.limited],
+              [
+                "error",
+                new Map([
+                  ["code", rateLimit.error.code],
+                  ["message", rateLimit.error.message],
+                ]),
+              ],
+            ]),
+          ],
+          ["restrict_ips", new Map([["denied", vars.restrict_ips.denied]])],
+        ]),
+      ],
     ]),
   };
   if (response) {

@@ -88,7 +88,11 @@ export function compilePolicy(value: unknown, options: CompileOptions = {}): Com
         const config = definition.config.parse(action.config ?? {}) as { ratelimit_headers?: boolean };
         if (config.ratelimit_headers === true && ++headerActions === MAX_RATELIMIT_HEADER_ACTIONS + 1) {
           const path = [...documentPath, "actions", actionIndex, "config", "ratelimit_headers"];
-          issues.push({ ...place(path), path, message: `exceeds the limit of ${MAX_RATELIMIT_HEADER_ACTIONS} rate-limit actions with ratelimit_headers per policy` });
+          issues.push({
+            ...place(path),
+            path,
+            message: `exceeds the limit of ${MAX_RATELIMIT_HEADER_ACTIONS} rate-limit actions with ratelimit_headers per policy`,
+          });
         }
         const problem = definition.check?.(config, { phase, position });
         if (problem) {

@@ -9,7 +9,9 @@ export interface EvaluationLog {
 
 const consoleLog: EvaluationLog = {
   expressionError(entry, source, message) {
-    console.warn(`traffic policy: expression ${JSON.stringify(source)}${entry.name ? ` of entry ${JSON.stringify(entry.name)}` : ""} failed (${message}); the entry is skipped`);
+    console.warn(
+      `traffic policy: expression ${JSON.stringify(source)}${entry.name ? ` of entry ${JSON.stringify(entry.name)}` : ""} failed (${message}); the entry is skipped`,
+    );
   },
 };
 

@@ -144,9 +144,7 @@ export function checkExpressionCost(root: Expr | undefined): CostResult {
   if (nodes > MAX_EXPRESSION_NODES) return fail(`expression exceeds the limit of ${MAX_EXPRESSION_NODES} nodes`);
   const patterns = new Map<string, CompiledPattern>();
   let growing = 0;
-  const stack: Array<{ expr: Expr | undefined; context: Context }> = [
-    { expr: root, context: { loops: 0, requestSizedLoop: false, locals: new Set() } },
-  ];
+  const stack: Array<{ expr: Expr | undefined; context: Context }> = [{ expr: root, context: { loops: 0, requestSizedLoop: false, locals: new Set() } }];
   while (stack.length > 0) {
     const { expr, context } = stack.pop()!;
     if (!expr) continue;

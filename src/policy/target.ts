@@ -10,4 +10,3 @@ export interface PolicyTarget {
   /** Sends the request (after the inbound policy) to the target and returns its answer. */
   forward(request: Request, exchange: Exchange): Promise<Response>;
 }
-

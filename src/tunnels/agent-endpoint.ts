@@ -26,7 +26,9 @@ function compileEndpointPolicy(): CompiledPolicy {
     inbound: [
       {
         name: "agent handshakes per IP",
-        actions: [{ type: "rate-limit", config: { name: "agent-endpoint-per-ip", capacity: AGENT_HANDSHAKES_PER_MINUTE, rate: "60s", bucket_key: ["conn.client_ip"] } }],
+        actions: [
+          { type: "rate-limit", config: { name: "agent-endpoint-per-ip", capacity: AGENT_HANDSHAKES_PER_MINUTE, rate: "60s", bucket_key: ["conn.client_ip"] } },
+        ],
       },
     ],
   });
@@ -45,9 +47,15 @@ export function heartbeatMs(env: Pick<Env, "TUNNEL_HEARTBEAT_MS">): number {
 
 export async function acceptAgentSession(request: Request, env: Env, services: Pick<TunnelServices, "authenticate">): Promise<Response> {
   if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
-    return new ServiceError(426, TunnelErrorCode.agentEndpoint, "This is the tunnel agent endpoint: connect with a WebSocket, as `tollgate agent` does.", {}, {
-      upgrade: "websocket",
-    }).toResponse();
+    return new ServiceError(
+      426,
+      TunnelErrorCode.agentEndpoint,
+      "This is the tunnel agent endpoint: connect with a WebSocket, as `tollgate agent` does.",
+      {},
+      {
+        upgrade: "websocket",
+      },
+    ).toResponse();
   }
   const spoken = request.headers.get(PROTOCOL_HEADER);
   if (spoken !== null && spoken !== String(PROTOCOL_VERSION)) {

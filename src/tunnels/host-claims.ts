@@ -26,9 +26,7 @@ export const HOST_GRACE_MS = 10 * 60_000;
 /** Host labels one account may hold at once: its online endpoint tunnels plus those still in their grace period. */
 export const MAX_HOSTS_PER_ACCOUNT = 50;
 
-export type ClaimDecision =
-  | { readonly ok: true; readonly record: HostRecord }
-  | { readonly ok: false; readonly reason: string; readonly record?: HostRecord };
+export type ClaimDecision = { readonly ok: true; readonly record: HostRecord } | { readonly ok: false; readonly reason: string; readonly record?: HostRecord };
 
 /**
  * Decides a claim. `holderOnline` says whether the current holder's session still serves its tunnel (only

@@ -12,7 +12,10 @@ export interface PublicBase {
 
 /** The tunnel domain, lower-cased and without dots at either end; empty means tunnels are off. */
 export function normalizeDomain(domain: string | undefined): string {
-  return (domain ?? "").trim().toLowerCase().replace(/^\.+|\.+$/g, "");
+  return (domain ?? "")
+    .trim()
+    .toLowerCase()
+    .replace(/^\.+|\.+$/g, "");
 }
 
 /** The label of a tunnel host (`abc` for `abc.localhost`), or undefined when `hostname` is not under `domain`. */

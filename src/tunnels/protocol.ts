@@ -127,7 +127,10 @@ const payloadSchemas = {
     tunnel_id: z.string(),
     method: z.string().min(1).max(32),
     /** Path and query as the public client sent them. */
-    target: z.string().min(1).max(16 * 1024),
+    target: z
+      .string()
+      .min(1)
+      .max(16 * 1024),
     headers: headerList,
     /** The public client's address. */
     client_addr: z.string().max(64),

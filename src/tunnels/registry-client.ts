@@ -94,7 +94,13 @@ export async function removeOnlineTunnels(env: Env, accountId: string, sessionId
 }
 
 /** Counts a host label against the account's quota; false when the account holds `limit` others already. */
-export async function holdHost(env: Env, accountId: string, hold: { label: string; tunnelId: string; sessionId: string }, limit: number, leaseMs: number): Promise<boolean> {
+export async function holdHost(
+  env: Env,
+  accountId: string,
+  hold: { label: string; tunnelId: string; sessionId: string },
+  limit: number,
+  leaseMs: number,
+): Promise<boolean> {
   return registry(env, accountId).holdHost(hold.label, hold.tunnelId, hold.sessionId, limit, leaseMs);
 }
 

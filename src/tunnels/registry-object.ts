@@ -129,9 +129,7 @@ export class TunnelRegistry extends DurableObject<Env> {
   }
 
   get(id: string): TunnelRecord | null {
-    const row = this.ctx.storage.sql
-      .exec<{ record: string }>("SELECT record FROM tunnels WHERE id = ? AND lease_until > ?", id, Date.now())
-      .toArray()[0];
+    const row = this.ctx.storage.sql.exec<{ record: string }>("SELECT record FROM tunnels WHERE id = ? AND lease_until > ?", id, Date.now()).toArray()[0];
     return row ? (JSON.parse(row.record) as TunnelRecord) : null;
   }
 

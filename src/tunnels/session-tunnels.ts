@@ -114,7 +114,12 @@ export class SessionTunnels {
     const meta = this.options.store.meta();
     const tunnel = this.options.store.tunnel(frame.tunnel_id);
     if (meta && tunnel) await this.drop(meta, tunnel);
-    this.options.send({ type: "tunnel_stopped", request_id: frame.request_id, tunnel_id: frame.tunnel_id, reason: tunnel ? "stopped by the agent" : "not running" });
+    this.options.send({
+      type: "tunnel_stopped",
+      request_id: frame.request_id,
+      tunnel_id: frame.tunnel_id,
+      reason: tunnel ? "stopped by the agent" : "not running",
+    });
   }
 
   /** Takes every tunnel of the session offline and forgets the session (its registry record too). */
@@ -137,7 +142,11 @@ export class SessionTunnels {
   private async claimHost(meta: SessionMeta, claim: HostClaim, subdomain: string | undefined): Promise<ClaimOutcome> {
     const { env } = this.options;
     if (subdomain && isReservedLabel(subdomain)) {
-      return { ok: false, code: TunnelFailure.subdomainReserved, message: `subdomain '${subdomain}' is reserved: names such as www, api, admin and login are never handed out` };
+      return {
+        ok: false,
+        code: TunnelFailure.subdomainReserved,
+        message: `subdomain '${subdomain}' is reserved: names such as www, api, admin and login are never handed out`,
+      };
     }
     const candidates = subdomain ? [subdomain] : Array.from({ length: RANDOM_LABEL_ATTEMPTS }, () => randomLabel());
     let refusal = "";
@@ -155,7 +164,11 @@ export class SessionTunnels {
       await forgetHost(env, meta.accountId, label, claim.tunnelId);
       refusal = result.reason;
     }
-    return { ok: false, code: TunnelFailure.subdomainInUse, message: subdomain ? `subdomain '${subdomain}' ${refusal}` : "could not find a free host name; try again" };
+    return {
+      ok: false,
+      code: TunnelFailure.subdomainInUse,
+      message: subdomain ? `subdomain '${subdomain}' ${refusal}` : "could not find a free host name; try again",
+    };
   }
 
   private async drop(meta: SessionMeta, tunnel: SessionTunnel): Promise<void> {

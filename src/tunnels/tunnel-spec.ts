@@ -19,8 +19,7 @@ export interface TunnelSpec {
 
 export type SpecResult = { ok: true; spec: TunnelSpec } | { ok: false; code: string; message: string };
 
-const WORKERS_INGRESS_NOTE =
-  "Cloudflare Workers ingress accepts only HTTP(S) requests, so this edge cannot take raw TCP or TLS connections; use proto: http";
+const WORKERS_INGRESS_NOTE = "Cloudflare Workers ingress accepts only HTTP(S) requests, so this edge cannot take raw TCP or TLS connections; use proto: http";
 
 /**
  * Checks a start_tunnel frame. Never throws: every frame gets an answer, and a refusal says why. The

@@ -75,7 +75,11 @@ describe("agent API with the published ngrok client", () => {
     await agent.ready;
     expect((await api(agent, "/api/")).body.resources.tunnels.uri).toBe("/api/tunnels");
     const status = (await api(agent, "/api/status")).body;
-    expect(status).toMatchObject({ status: "online", agent_version: agent.version, session: { id: expect.stringMatching(/^ts_fake/), server_addr: edge.url, region: "test" } });
+    expect(status).toMatchObject({
+      status: "online",
+      agent_version: agent.version,
+      session: { id: expect.stringMatching(/^ts_fake/), server_addr: edge.url, region: "test" },
+    });
   });
 });
 
@@ -183,9 +187,19 @@ describe("relaying to the local service", () => {
     await agentReady(agent, ["web"]);
     const seen: ExchangeInfo[] = [];
     agent.tunnels.addTap({ open: (info) => void seen.push(info) });
-    const answer = await sendToLocal(agent.tunnels.get("web")!, { method: "POST", target: "/replayed?x=1", headers: [["x-a", "1"]], body: Buffer.from("again") });
+    const answer = await sendToLocal(agent.tunnels.get("web")!, {
+      method: "POST",
+      target: "/replayed?x=1",
+      headers: [["x-a", "1"]],
+      body: Buffer.from("again"),
+    });
     expect(answer.ok && answer.status).toBe(200);
-    expect(answer.ok && JSON.parse(Buffer.from(answer.body).toString())).toMatchObject({ method: "POST", url: "/replayed?x=1", bodyLength: 5, headers: { "x-a": "1" } });
+    expect(answer.ok && JSON.parse(Buffer.from(answer.body).toString())).toMatchObject({
+      method: "POST",
+      url: "/replayed?x=1",
+      bodyLength: 5,
+      headers: { "x-a": "1" },
+    });
     expect(seen).toMatchObject([{ tunnelName: "web", method: "POST", target: "/replayed?x=1", replay: true }]);
     expect(agent.tunnels.get("web")!.metrics.snapshot().http.count).toBe(1);
   });
@@ -290,13 +304,27 @@ describe("flow control of request bodies (the agent holds the edge to its window
     const stream = 41;
     const chunk = new Uint8Array(64 * 1024);
     const frames: Frame[] = [
-      { type: "request_head", stream, tunnel_id: edge.tunnelId("web"), method: "POST", target: "/flooded", headers: [["host", "fake.localhost"]], client_addr: "203.0.113.7", scheme: "http" },
+      {
+        type: "request_head",
+        stream,
+        tunnel_id: edge.tunnelId("web"),
+        method: "POST",
+        target: "/flooded",
+        headers: [["host", "fake.localhost"]],
+        client_addr: "203.0.113.7",
+        scheme: "http",
+      },
       // one frame more than the window allows, all in one message, so no acknowledgement can come in between
       ...Array.from({ length: INITIAL_STREAM_WINDOW / chunk.byteLength + 1 }, (_, seq): Frame => ({ type: "data", stream, seq, bytes: chunk })),
     ];
     session.ws.send(Buffer.concat(frames.map((frame) => encodeFrame(frame))));
     const reset = await session.next("reset", (frame) => frame.stream === stream);
-    expect(reset).toEqual({ type: "reset", stream, code: "protocol_error", message: `the edge broke the protocol: data frame 8 goes past the flow-control window of ${INITIAL_STREAM_WINDOW} bytes` });
+    expect(reset).toEqual({
+      type: "reset",
+      stream,
+      code: "protocol_error",
+      message: `the edge broke the protocol: data frame 8 goes past the flow-control window of ${INITIAL_STREAM_WINDOW} bytes`,
+    });
     await expect.poll(() => agent.tunnels.get("web")!.metrics.snapshot().conns.gauge, SETTLES).toBe(0);
   });
 

@@ -35,10 +35,22 @@ function info(overrides: Partial<ExchangeInfo> = {}): ExchangeInfo {
   };
 }
 
-function run(observer: ExchangeObserver | undefined, { request = [] as Uint8Array[], response = [] as Uint8Array[], status = 200, durationNs = 1_234_567n, close = true } = {}) {
+function run(
+  observer: ExchangeObserver | undefined,
+  { request = [] as Uint8Array[], response = [] as Uint8Array[], status = 200, durationNs = 1_234_567n, close = true } = {},
+) {
   for (const chunk of request) observer?.onRequestBody?.(chunk);
   observer?.onRequestEnd?.();
-  observer?.onResponseHead?.({ status, statusText: status === 200 ? "OK" : "", headers: [["content-type", "application/json"], ["set-cookie", "a=1"], ["set-cookie", "b=2"]], httpVersion: "1.1" });
+  observer?.onResponseHead?.({
+    status,
+    statusText: status === 200 ? "OK" : "",
+    headers: [
+      ["content-type", "application/json"],
+      ["set-cookie", "a=1"],
+      ["set-cookie", "b=2"],
+    ],
+    httpVersion: "1.1",
+  });
   for (const chunk of response) observer?.onResponseBody?.(chunk);
   observer?.onResponseEnd?.(durationNs);
   if (close) observer?.onClose?.({ durationNs });
@@ -120,7 +132,8 @@ describe("capturing an exchange", () => {
     expect(new Date(view.start).toISOString()).toBe("2026-03-01T12:00:00.250Z");
     expect(Number.isInteger(view.duration)).toBe(true);
     expect(decode(view.request.raw)).toBe(
-      "POST /orders?x=1 HTTP/1.1\r\nhost: abc.localhost:8787\r\ncontent-type: application/json\r\nx-tag: a\r\nX-Tag: b\r\nx-forwarded-for: 203.0.113.7\r\n\r\n" + '{"item":42}',
+      "POST /orders?x=1 HTTP/1.1\r\nhost: abc.localhost:8787\r\ncontent-type: application/json\r\nx-tag: a\r\nX-Tag: b\r\nx-forwarded-for: 203.0.113.7\r\n\r\n" +
+        '{"item":42}',
     );
     expect(decode(view.response!.raw)).toBe('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nset-cookie: a=1\r\nset-cookie: b=2\r\n\r\n{"ok":true}');
   });
@@ -286,7 +299,9 @@ describe("the size bound in memory", () => {
         observer?.onClose?.({ durationNs: 1000n });
       }
     });
-    console.log(`header-heavy capture: ${store.size} exchanges kept (${evicted} evicted), ${(store.bytes / MiB).toFixed(2)} MiB charged, heap+buffers grew ${(retained / MiB).toFixed(2)} MiB (bound ${maxBytes / MiB} MiB)`);
+    console.log(
+      `header-heavy capture: ${store.size} exchanges kept (${evicted} evicted), ${(store.bytes / MiB).toFixed(2)} MiB charged, heap+buffers grew ${(retained / MiB).toFixed(2)} MiB (bound ${maxBytes / MiB} MiB)`,
+    );
     expect(store.bytes).toBeLessThanOrEqual(maxBytes);
     expect(store.bytes).toBeGreaterThan(0.95 * maxBytes);
     expect(retained).toBeLessThanOrEqual(1.1 * maxBytes);
@@ -309,7 +324,9 @@ describe("the size bound in memory", () => {
         for (let b = 0; b < 1024; b++) observer?.onResponseBody?.(piece);
       }
     });
-    console.log(`trickled bodies: ${store.size} running exchanges kept, ${(store.bytes / MiB).toFixed(2)} MiB charged, heap+buffers grew ${(retained / MiB).toFixed(2)} MiB (bound ${maxBytes / MiB} MiB)`);
+    console.log(
+      `trickled bodies: ${store.size} running exchanges kept, ${(store.bytes / MiB).toFixed(2)} MiB charged, heap+buffers grew ${(retained / MiB).toFixed(2)} MiB (bound ${maxBytes / MiB} MiB)`,
+    );
     expect(opened).toBe(96);
     expect(store.list({ limit: 1 })[0]).toMatchObject({ state: "pending", request: { body: { kept: 64 * 1024 } } });
     expect(store.bytes).toBeLessThanOrEqual(maxBytes);
@@ -323,7 +340,12 @@ describe("listing", () => {
     const store = new CaptureStore({ maxBytes: MiB });
     for (const name of ["a", "b", "a", "b", "a"]) run(store.tap.open(info({ tunnelName: name })));
     const all = store.list({ limit: 10 });
-    expect(all.map((exchange) => exchange.id)).toEqual(all.map((exchange) => exchange.id).sort().reverse());
+    expect(all.map((exchange) => exchange.id)).toEqual(
+      all
+        .map((exchange) => exchange.id)
+        .sort()
+        .reverse(),
+    );
     expect(store.list({ limit: 2 })).toEqual(all.slice(0, 2));
     expect(store.list({ limit: 10, tunnelName: "a" }).map((exchange) => exchange.tunnelName)).toEqual(["a", "a", "a"]);
     expect(store.list({ limit: 10, tunnelName: "nope" })).toEqual([]);

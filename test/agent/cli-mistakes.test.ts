@@ -35,7 +35,10 @@ describe("command-line mistakes, each with its message", () => {
     [["agent", "http", "3000", "--subdomian", "x"], "unknown flag '--subdomian': did you mean --subdomain?"],
     [["agent", "http", "3000", "-x"], "unknown flag '-x'"],
     [["agent", "http", "3000", "--name"], "--name needs a value (--name VALUE or --name=VALUE)"],
-    [["agent", "http", "3000", "--name", "--inspect=false"], "--name needs a value, but the next argument '--inspect=false' is a flag (write --name=--inspect=false if it is the value)"],
+    [
+      ["agent", "http", "3000", "--name", "--inspect=false"],
+      "--name needs a value, but the next argument '--inspect=false' is a flag (write --name=--inspect=false if it is the value)",
+    ],
     [["agent", "start", "--all=yes"], "--all takes no value (got 'yes')"],
     [["agent", "http"], "agent http takes one address (a port, host:port or URL), got 0"],
   ])("%j: %s", async (argv, message) => {
@@ -43,7 +46,9 @@ describe("command-line mistakes, each with its message", () => {
   });
 
   it("started as ngrok, names ngrok and offers no agent command", async () => {
-    expect(await messageOf(["htpt", "3000"], "ngrok")).toBe("unknown command 'htpt': did you mean 'ngrok http 3000'?\nRun 'ngrok --help' for the commands and flags.");
+    expect(await messageOf(["htpt", "3000"], "ngrok")).toBe(
+      "unknown command 'htpt': did you mean 'ngrok http 3000'?\nRun 'ngrok --help' for the commands and flags.",
+    );
     expect(await messageOf(["agent", "http", "3000"], "ngrok")).toBe(
       "unknown command 'agent' (commands: http, start, config, authtoken, version, help)\nRun 'ngrok --help' for the commands and flags.",
     );

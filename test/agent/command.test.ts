@@ -28,9 +28,13 @@ describe("tollgate agent http", () => {
 
   it("takes flags over the environment over the config file", async () => {
     const cwd = await dirWith({ "agent.yml": "server_addr: http://file:1\napi_key: from-file\n" });
-    const command = await build(["agent", "http", "3000", "--config", "agent.yml", "--api-key", "from-flag", "--web-addr", "false", "--name", "web", "--subdomain", "myapp"], cwd, {
-      TOLLGATE_SERVER_ADDR: "http://env:2",
-    });
+    const command = await build(
+      ["agent", "http", "3000", "--config", "agent.yml", "--api-key", "from-flag", "--web-addr", "false", "--name", "web", "--subdomain", "myapp"],
+      cwd,
+      {
+        TOLLGATE_SERVER_ADDR: "http://env:2",
+      },
+    );
     expect(command).toMatchObject({
       kind: "run",
       config: { server_addr: "http://env:2", api_key: "from-flag", web_addr: false },
@@ -84,7 +88,9 @@ describe("tollgate agent start", () => {
   it("reports a bad config file with file, line and key", async () => {
     const cwd = await dirWith({ "agent.yml": "tunnels:\n  web:\n    adr: 3000\n" });
     const command = await build(["agent", "start", "--all"], cwd);
-    expect(command.kind === "error" && command.message).toBe(`${join(cwd, "agent.yml")}:2: tunnels.web.addr: is required\n${join(cwd, "agent.yml")}:3: tunnels.web.adr: unknown key`);
+    expect(command.kind === "error" && command.message).toBe(
+      `${join(cwd, "agent.yml")}:2: tunnels.web.addr: is required\n${join(cwd, "agent.yml")}:3: tunnels.web.adr: unknown key`,
+    );
   });
 });
 
@@ -102,6 +108,8 @@ describe("small parts", () => {
   });
 
   it("writes logfmt lines, quoting what needs it", () => {
-    expect(formatRecord("logfmt", "info", "tunnel online", { name: "web", err: "a b" }, new Date(0))).toBe('t=1970-01-01T00:00:00.000Z lvl=info msg="tunnel online" name=web err="a b"\n');
+    expect(formatRecord("logfmt", "info", "tunnel online", { name: "web", err: "a b" }, new Date(0))).toBe(
+      't=1970-01-01T00:00:00.000Z lvl=info msg="tunnel online" name=web err="a b"\n',
+    );
   });
 });

@@ -5,7 +5,10 @@ import { apiErrorMessage, clockTime, failureText, matchesFilter, replayField } f
 
 describe("inspector helpers", () => {
   it("says an API error once when msg already ends with details.err", () => {
-    const body = { msg: "invalid replay request: request.method: must be an HTTP method token", details: { err: "request.method: must be an HTTP method token" } };
+    const body = {
+      msg: "invalid replay request: request.method: must be an HTTP method token",
+      details: { err: "request.method: must be an HTTP method token" },
+    };
     expect(apiErrorMessage(body, "400 Bad Request")).toBe("invalid replay request: request.method: must be an HTTP method token");
     expect(apiErrorMessage({ msg: "tunnel not found", details: { err: "no tunnel 'x'" } }, "404")).toBe("tunnel not found: no tunnel 'x'");
     expect(apiErrorMessage({ details: { err: "only err" } }, "500")).toBe("only err");
@@ -24,7 +27,11 @@ describe("inspector helpers", () => {
       detail: "could not connect to http://localhost:3000: connect ECONNREFUSED (upstream_unreachable)",
       text: "Nothing accepted the connection at the tunnel's address. Is the service running? The public client got a 502 from the edge.",
     });
-    expect(failureText({ code: "protocol_error", message: "bad frame" })).toEqual({ title: "The exchange failed", detail: "bad frame (protocol_error)", text: "No response was recorded." });
+    expect(failureText({ code: "protocol_error", message: "bad frame" })).toEqual({
+      title: "The exchange failed",
+      detail: "bad frame (protocol_error)",
+      text: "No response was recorded.",
+    });
   });
 
   it("shows start times as a clock with milliseconds, in the page's time zone", () => {

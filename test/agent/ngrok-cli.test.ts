@@ -14,8 +14,12 @@ async function dirWith(files: Record<string, string> = {}): Promise<string> {
   return dir;
 }
 
-const build = (argv: string[], cwd = tmpdir(), env: Record<string, string> = { XDG_CONFIG_HOME: join(tmpdir(), "tollgate-no-such-home") }, invokedAs?: string) =>
-  buildCommand(argv, { cwd, env, invokedAs });
+const build = (
+  argv: string[],
+  cwd = tmpdir(),
+  env: Record<string, string> = { XDG_CONFIG_HOME: join(tmpdir(), "tollgate-no-such-home") },
+  invokedAs?: string,
+) => buildCommand(argv, { cwd, env, invokedAs });
 
 function io(cwd: string, env: Record<string, string>, extra: Partial<Parameters<typeof runCli>[1]> = {}) {
   const out: string[] = [];
@@ -23,7 +27,14 @@ function io(cwd: string, env: Record<string, string>, extra: Partial<Parameters<
   return {
     out,
     err,
-    io: { stdout: { write: (text: string) => out.push(text) }, stderr: { write: (text: string) => err.push(text) }, cwd, env, signal: new AbortController().signal, ...extra },
+    io: {
+      stdout: { write: (text: string) => out.push(text) },
+      stderr: { write: (text: string) => err.push(text) },
+      cwd,
+      env,
+      signal: new AbortController().signal,
+      ...extra,
+    },
   };
 }
 
@@ -85,7 +96,10 @@ describe("ngrok's command line", () => {
     [["start", "--none", "--log="], "--log must be stdout, stderr, false or a file path, got ''"],
     [["start", "--none", "--region", "EU!"], "--region: must be 1 to 32 of a-z, 0-9 and '-' (e.g. us, eu)"],
     [["start", "--none", "--authtoken", "a b"], "--authtoken: must be 1 to 512 printable characters without spaces"],
-    [["start", "--none", "--authtoken", "a", "--api-key", "b"], "--api-key and --authtoken differ: both set the agent's one credential (the edge's API key); give one"],
+    [
+      ["start", "--none", "--authtoken", "a", "--api-key", "b"],
+      "--api-key and --authtoken differ: both set the agent's one credential (the edge's API key); give one",
+    ],
     [["start", "--none", ...Array.from({ length: 9 }, (_, i) => `--config=f${i}.yml`)], "--config: at most 8 config files, got 9"],
     [["start", "--none", "--config", "missing.yml"], "missing.yml: cannot read the config file: no such file"],
     [["authtoken"], "authtoken takes one authtoken, got 0"],
@@ -105,13 +119,17 @@ describe("ngrok's command line", () => {
 describe("config check", () => {
   it("answers ngrok's words for a valid file", async () => {
     const cwd = await dirWith({ "ngrok.yml": "version: 3\nagent:\n  authtoken: x\n" });
-    expect(await build(["config", "check", "--config", "ngrok.yml"], cwd)).toEqual({ kind: "print", text: `Valid configuration file at ${join(cwd, "ngrok.yml")}\n` });
+    expect(await build(["config", "check", "--config", "ngrok.yml"], cwd)).toEqual({
+      kind: "print",
+      text: `Valid configuration file at ${join(cwd, "ngrok.yml")}\n`,
+    });
   });
 
   it("reports every problem of every file in one run", async () => {
     const cwd = await dirWith({
       "a.yml": "version: 2\nupdate_check: false\ntunnels:\n  ssh:\n    proto: tcp\n    addr: 22\n",
-      "b.yml": "version: 3\nendpoints:\n  - name: web\n    upstream: {url: 8080}\n    traffic_policy:\n      on_http_request:\n        - actions:\n            - type: custom-response\n              config: {content: hi}\n",
+      "b.yml":
+        "version: 3\nendpoints:\n  - name: web\n    upstream: {url: 8080}\n    traffic_policy:\n      on_http_request:\n        - actions:\n            - type: custom-response\n              config: {content: hi}\n",
     });
     const command = await build(["config", "check", "--config", "a.yml,b.yml"], cwd);
     expect(command.kind === "error" && command.message.replaceAll(`${cwd}/`, "")).toBe(

@@ -93,8 +93,16 @@ describe("ngrok config files", () => {
   });
 
   it("maps a v2 file's keys onto Tollgate's meaning", async () => {
-    const { result } = await check("version: 2\nauthtoken: tok\nserver_addr: edge.example.com:443\nregion: eu\nlog: stdout\ntunnels:\n  web:\n    addr: 8888\n    hostname: myapp.example.com\n");
-    expect(result.ok && result.file.config).toMatchObject({ api_key: "tok", server_addr: "https://edge.example.com:443", region: "eu", log: "stdout", tunnels: { web: { addr: 8888, subdomain: "myapp" } } });
+    const { result } = await check(
+      "version: 2\nauthtoken: tok\nserver_addr: edge.example.com:443\nregion: eu\nlog: stdout\ntunnels:\n  web:\n    addr: 8888\n    hostname: myapp.example.com\n",
+    );
+    expect(result.ok && result.file.config).toMatchObject({
+      api_key: "tok",
+      server_addr: "https://edge.example.com:443",
+      region: "eu",
+      log: "stdout",
+      tunnels: { web: { addr: 8888, subdomain: "myapp" } },
+    });
   });
 
   it("maps a v3 file's agent and endpoints: url → subdomain, upstream.url → addr, traffic_policy and metadata kept", async () => {
@@ -104,21 +112,50 @@ describe("ngrok config files", () => {
     expect(result.ok && result.file.config).toMatchObject({
       api_key: "tok",
       server_addr: "http://127.0.0.1:8787",
-      tunnels: { web: { proto: "http", addr: "http://localhost:8080", subdomain: "web", metadata: "m", traffic_policy: { on_http_request: [{ actions: [{ type: "deny" }] }] } } },
+      tunnels: {
+        web: {
+          proto: "http",
+          addr: "http://localhost:8080",
+          subdomain: "web",
+          metadata: "m",
+          traffic_policy: { on_http_request: [{ actions: [{ type: "deny" }] }] },
+        },
+      },
     });
   });
 
   it.each([
     ["version: 3\nauthtoken: x\n", "ngrok.yml:2: authtoken: belongs under agent: in a version 3 file"],
-    ["version: 3\nendpoints:\n  - name: db\n    url: tcp://1.tcp.ngrok.io:12345\n    upstream: {url: 5432}\n", "ngrok.yml:4: endpoints[0].url: tcp:// endpoints are not supported: Tollgate tunnels carry HTTP(S) only: Cloudflare Workers ingress accepts only HTTP(S)"],
-    ["version: 3\nendpoints:\n  - name: web\n    url: https://*.example.com\n    upstream: {url: 80}\n", "ngrok.yml:4: endpoints[0].url: wildcard host names are not supported"],
+    [
+      "version: 3\nendpoints:\n  - name: db\n    url: tcp://1.tcp.ngrok.io:12345\n    upstream: {url: 5432}\n",
+      "ngrok.yml:4: endpoints[0].url: tcp:// endpoints are not supported: Tollgate tunnels carry HTTP(S) only: Cloudflare Workers ingress accepts only HTTP(S)",
+    ],
+    [
+      "version: 3\nendpoints:\n  - name: web\n    url: https://*.example.com\n    upstream: {url: 80}\n",
+      "ngrok.yml:4: endpoints[0].url: wildcard host names are not supported",
+    ],
     ["version: 3\nendpoints:\n  - name: web\n", "ngrok.yml:3: endpoints[0].upstream.url: is required"],
     ["version: 3\nendpoints:\n  - name: web\n    upstream: {url: 99999}\n", "ngrok.yml:4: endpoints[0].upstream.url: port 99999 is out of range (1 to 65535)"],
-    ["version: 3\nendpoints:\n  - name: web\n    upstream: {url: 80, protocol: http2}\n", "ngrok.yml:4: endpoints[0].upstream.protocol: only http1 is supported"],
-    ["version: 3\nendpoints:\n  - name: web\n    upstream: {url: 80}\n    bindings: [internal]\n", 'ngrok.yml:5: endpoints[0].bindings: only ["public"] is supported'],
-    ["version: 3\nendpoints:\n  - name: web\n    upstream: {url: 80}\n    pooling_enabled: true\n", "ngrok.yml:5: endpoints[0].pooling_enabled: not supported by Tollgate"],
-    ["version: 3\nendpoints:\n  - name: web\n    upstream: {url: 80}\n    description: hi\n", "ngrok.yml:5: endpoints[0].description: not supported by Tollgate: use metadata"],
-    ["version: 3\ntunnels:\n  web: {addr: 80}\nendpoints:\n  - name: web\n    upstream: {url: 80}\n", 'ngrok.yml:5: endpoints[0].name: a tunnel or endpoint named "web" is defined twice'],
+    [
+      "version: 3\nendpoints:\n  - name: web\n    upstream: {url: 80, protocol: http2}\n",
+      "ngrok.yml:4: endpoints[0].upstream.protocol: only http1 is supported",
+    ],
+    [
+      "version: 3\nendpoints:\n  - name: web\n    upstream: {url: 80}\n    bindings: [internal]\n",
+      'ngrok.yml:5: endpoints[0].bindings: only ["public"] is supported',
+    ],
+    [
+      "version: 3\nendpoints:\n  - name: web\n    upstream: {url: 80}\n    pooling_enabled: true\n",
+      "ngrok.yml:5: endpoints[0].pooling_enabled: not supported by Tollgate",
+    ],
+    [
+      "version: 3\nendpoints:\n  - name: web\n    upstream: {url: 80}\n    description: hi\n",
+      "ngrok.yml:5: endpoints[0].description: not supported by Tollgate: use metadata",
+    ],
+    [
+      "version: 3\ntunnels:\n  web: {addr: 80}\nendpoints:\n  - name: web\n    upstream: {url: 80}\n",
+      'ngrok.yml:5: endpoints[0].name: a tunnel or endpoint named "web" is defined twice',
+    ],
     ["version: 3\nagent:\n  log_format: xml\n", 'ngrok.yml:3: agent.log_format: must be one of "logfmt", "json", "term"'],
     ["version: 3\nagent:\n  web_addr: 4040\n", "ngrok.yml:3: agent.web_addr: must be host:port"],
     ["version: 2\ntunnels:\n  web:\n    addr: 80\n    colour: red\n", "ngrok.yml:5: tunnels.web.colour: unknown key"],
@@ -141,8 +178,16 @@ describe("POST /api/tunnels before the session is established", () => {
     agents.push(agent);
     // Exactly what `ngrok.connect({ addr, authtoken, region, configPath })` posts.
     const body = { addr: 3000, authtoken: "tok", region: "eu", configPath: "/x/ngrok.yml", proto: "http", name: "0b9f6c8e-5d1f-4e41-9d1f-2f0c1e6a4b7a" };
-    const response = await fetch(`${agent.apiUrl}/api/tunnels`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const response = await fetch(`${agent.apiUrl}/api/tunnels`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
     expect(response.status).toBe(503);
-    expect(await response.json()).toMatchObject({ error_code: 109, status_code: 503, details: { err: "a successful ngrok tunnel session has not yet been established" } });
+    expect(await response.json()).toMatchObject({
+      error_code: 109,
+      status_code: 503,
+      details: { err: "a successful ngrok tunnel session has not yet been established" },
+    });
   });
 });

@@ -13,12 +13,36 @@ describe("frame codec", () => {
   it.each<Frame>([
     { type: "hello", agent_version: "1.0.0", metadata: "m", os: "linux/x64" },
     { type: "welcome", session_id: "ts_x", region: "local", heartbeat_ms: 5000 },
-    { type: "start_tunnel", request_id: 1, name: "web", proto: "http", forwards_to: "http://localhost:3000", subdomain: "abc", traffic_policy: { inbound: [] } },
-    { type: "tunnel_started", request_id: 1, tunnel: { id: "tn_1", name: "web", public_url: "http://a.localhost:8787", proto: "http", subdomain: "a", started_at: "2026-01-01T00:00:00.000Z" } },
+    {
+      type: "start_tunnel",
+      request_id: 1,
+      name: "web",
+      proto: "http",
+      forwards_to: "http://localhost:3000",
+      subdomain: "abc",
+      traffic_policy: { inbound: [] },
+    },
+    {
+      type: "tunnel_started",
+      request_id: 1,
+      tunnel: { id: "tn_1", name: "web", public_url: "http://a.localhost:8787", proto: "http", subdomain: "a", started_at: "2026-01-01T00:00:00.000Z" },
+    },
     { type: "tunnel_failed", request_id: 2, code: "unsupported_proto", message: "no" },
     { type: "stop_tunnel", request_id: 3, tunnel_id: "tn_1" },
     { type: "tunnel_stopped", tunnel_id: "tn_1", reason: "gone" },
-    { type: "request_head", stream: 7, tunnel_id: "tn_1", method: "GET", target: "/?a=1", headers: [["a", "1"], ["a", "2"]], client_addr: "1.2.3.4", scheme: "https" },
+    {
+      type: "request_head",
+      stream: 7,
+      tunnel_id: "tn_1",
+      method: "GET",
+      target: "/?a=1",
+      headers: [
+        ["a", "1"],
+        ["a", "2"],
+      ],
+      client_addr: "1.2.3.4",
+      scheme: "https",
+    },
     { type: "response_head", stream: 7, status: 204, status_text: "No Content", headers: [] },
     { type: "end", stream: 7, count: 3 },
     { type: "window", stream: 7, increment: 65536 },
@@ -53,7 +77,10 @@ describe("frame codec", () => {
 
   it("reads several frames from one message, and the outbox batches frames sent in one turn", async () => {
     const messages: Uint8Array[] = [];
-    const outbox = new FrameOutbox((message) => messages.push(message), (flush) => queueMicrotask(flush));
+    const outbox = new FrameOutbox(
+      (message) => messages.push(message),
+      (flush) => queueMicrotask(flush),
+    );
     outbox.push({ type: "response_head", stream: 1, status: 200, headers: [] });
     outbox.push({ type: "data", stream: 1, seq: 0, bytes: new Uint8Array([1, 2, 3]) });
     outbox.push({ type: "end", stream: 1, count: 1 });

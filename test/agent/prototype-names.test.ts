@@ -40,7 +40,11 @@ describe("a relayed WebSocket", () => {
       const parsed = parseAgentConfig({ server_addr: edge.url, web_addr: "127.0.0.1:0", tunnels: { ws: { addr: (server.address() as AddressInfo).port } } });
       if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
       const before = edge.sessions.length;
-      const agent = await startAgent({ config: parsed.config, tunnels: [{ name: "ws", definition: parsed.config.tunnels.ws }], backoff: { initialMs: 50, maxMs: 200 } });
+      const agent = await startAgent({
+        config: parsed.config,
+        tunnels: [{ name: "ws", definition: parsed.config.tunnels.ws }],
+        backoff: { initialMs: 50, maxMs: 200 },
+      });
       agents.push(agent);
       await agent.ready;
       const session = await edge.session(before);
@@ -52,7 +56,14 @@ describe("a relayed WebSocket", () => {
         tunnel_id: edge.tunnelId("ws"),
         method: "GET",
         target: "/socket",
-        headers: [["host", "fake.localhost"], ["upgrade", "websocket"], ["connection", "Upgrade"], ["sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="], ["sec-websocket-version", "13"], ...NAMES.map((name): [string, string] => [name, `sent-${name}`])],
+        headers: [
+          ["host", "fake.localhost"],
+          ["upgrade", "websocket"],
+          ["connection", "Upgrade"],
+          ["sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="],
+          ["sec-websocket-version", "13"],
+          ...NAMES.map((name): [string, string] => [name, `sent-${name}`]),
+        ],
         client_addr: "203.0.113.7",
         scheme: "http",
         upgrade: "websocket",
@@ -76,8 +87,14 @@ describe("the inspector's header editor", () => {
     const parsed = parseHeaderLines(text);
     expect(parsed.error).toBeUndefined();
     expect(JSON.parse(JSON.stringify(parsed.headers))).toEqual(
-      JSON.parse('{"__proto__":["__proto__-value"],"constructor":["constructor-value","second"],"toString":["toString-value"],"hasOwnProperty":["hasOwnProperty-value"],"valueOf":["valueOf-value"]}'),
+      JSON.parse(
+        '{"__proto__":["__proto__-value"],"constructor":["constructor-value","second"],"toString":["toString-value"],"hasOwnProperty":["hasOwnProperty-value"],"valueOf":["valueOf-value"]}',
+      ),
     );
-    expect(headerLines(parsed.headers!)).toBe(NAMES.map((name) => `${name}: ${name}-value`).join("\n").replace("constructor: constructor-value", "constructor: constructor-value\nconstructor: second"));
+    expect(headerLines(parsed.headers!)).toBe(
+      NAMES.map((name) => `${name}: ${name}-value`)
+        .join("\n")
+        .replace("constructor: constructor-value", "constructor: constructor-value\nconstructor: second"),
+    );
   });
 });

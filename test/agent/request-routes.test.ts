@@ -32,7 +32,10 @@ afterEach(async () => {
 });
 
 /** An agent online with its tunnels, and the fake edge's session to relay through. */
-async function agentWith(tunnels: Record<string, Record<string, unknown>>, config: Record<string, unknown> = {}): Promise<{ agent: Agent; session: FakeSession }> {
+async function agentWith(
+  tunnels: Record<string, Record<string, unknown>>,
+  config: Record<string, unknown> = {},
+): Promise<{ agent: Agent; session: FakeSession }> {
   const parsed = parseAgentConfig({ server_addr: edge.url, web_addr: "127.0.0.1:0", tunnels, ...config });
   if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
   const before = edge.sessions.length;
@@ -53,14 +56,24 @@ async function api(agent: Agent, path: string, init: RequestInit = {}): Promise<
   return { status: response.status, headers: response.headers, body: type.includes("json") && text ? JSON.parse(text) : text };
 }
 
-const post = (body: unknown, type = "application/json"): RequestInit => ({ method: "POST", headers: { "content-type": type }, body: typeof body === "string" ? body : JSON.stringify(body) });
+const post = (body: unknown, type = "application/json"): RequestInit => ({
+  method: "POST",
+  headers: { "content-type": type },
+  body: typeof body === "string" ? body : JSON.stringify(body),
+});
 
 const raw = (base64: string) => Buffer.from(base64, "base64").toString("latin1");
 
 describe("capturing relayed requests", () => {
   it("lists a relayed exchange with ngrok's fields, and details it", async () => {
     const { agent, session } = await agentWith({ web: { addr: upstream.port } });
-    const answer = await session.relay(edge.tunnelId("web"), { method: "POST", target: "/orders?x=1", headers: [["content-type", "application/json"]], body: Buffer.from('{"n":1}'), clientAddr: "198.51.100.4" });
+    const answer = await session.relay(edge.tunnelId("web"), {
+      method: "POST",
+      target: "/orders?x=1",
+      headers: [["content-type", "application/json"]],
+      body: Buffer.from('{"n":1}'),
+      clientAddr: "198.51.100.4",
+    });
     expect(answer.status).toBe(200);
 
     const listed = await api(agent, "/api/requests/http");
@@ -73,7 +86,12 @@ describe("capturing relayed requests", () => {
       tunnel_name: "web",
       remote_addr: "198.51.100.4",
       start: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d$/),
-      request: { method: "POST", proto: "HTTP/1.1", uri: "/orders?x=1", headers: { "Content-Type": ["application/json"], "X-Forwarded-For": ["198.51.100.4"] } },
+      request: {
+        method: "POST",
+        proto: "HTTP/1.1",
+        uri: "/orders?x=1",
+        headers: { "Content-Type": ["application/json"], "X-Forwarded-For": ["198.51.100.4"] },
+      },
       response: { status: "200 OK", status_code: 200, proto: "HTTP/1.1", headers: { "Set-Cookie": ["a=1", "b=2"], "X-Upstream": ["yes"] } },
       state: "complete",
     });
@@ -99,7 +117,9 @@ describe("capturing relayed requests", () => {
     const { agent, session } = await agentWith({ web: { addr: upstream.port } }, { inspect_db_size: 1024 * 1024 });
     const body = patternBytes(400 * 1024);
     for (let i = 0; i < 12; i++) {
-      const answers = await Promise.all(Array.from({ length: 5 }, (_, j) => session.relay(edge.tunnelId("web"), { method: "PUT", target: `/echo/${i}-${j}`, body })));
+      const answers = await Promise.all(
+        Array.from({ length: 5 }, (_, j) => session.relay(edge.tunnelId("web"), { method: "PUT", target: `/echo/${i}-${j}`, body })),
+      );
       for (const answer of answers) expect(JSON.parse(answer.body.toString()).bodySha256).toBe(sha256(body));
       expect(agent.capture!.bytes).toBeLessThanOrEqual(1024 * 1024);
     }
@@ -117,13 +137,30 @@ describe("GET /api/requests/http", () => {
     await session.relay(edge.tunnelId("b"), { target: "/b/0" });
     // 60 more, straight through the capture tap (the relay is tested above)
     for (let i = 0; i < 60; i++) {
-      const observer = agent.capture!.tap.open({ key: `k${i}`, tunnelName: "b", tunnelId: "tn", inspect: true, start: new Date(), startNs: process.hrtime.bigint(), method: "GET", target: `/bulk/${i}`, headers: [], remoteAddr: "", scheme: "http" });
+      const observer = agent.capture!.tap.open({
+        key: `k${i}`,
+        tunnelName: "b",
+        tunnelId: "tn",
+        inspect: true,
+        start: new Date(),
+        startNs: process.hrtime.bigint(),
+        method: "GET",
+        target: `/bulk/${i}`,
+        headers: [],
+        remoteAddr: "",
+        scheme: "http",
+      });
       observer?.onClose?.({ durationNs: 1n });
     }
     const all = (await api(agent, "/api/requests/http")).body.requests;
     expect(all).toHaveLength(50);
     expect(all[0].request.uri).toBe("/bulk/59");
-    expect(all.map((r: { id: string }) => r.id)).toEqual(all.map((r: { id: string }) => r.id).sort().reverse());
+    expect(all.map((r: { id: string }) => r.id)).toEqual(
+      all
+        .map((r: { id: string }) => r.id)
+        .sort()
+        .reverse(),
+    );
     expect((await api(agent, "/api/requests/http?limit=1000")).body.requests).toHaveLength(64);
     expect((await api(agent, "/api/requests/http?limit=2")).body.requests.map((r: any) => r.request.uri)).toEqual(["/bulk/59", "/bulk/58"]);
     expect((await api(agent, "/api/requests/http?tunnel_name=a")).body.requests.map((r: any) => r.request.uri)).toEqual(["/a/2", "/a/1", "/a/0"]);
@@ -139,7 +176,12 @@ describe("GET /api/requests/http", () => {
     const { agent } = await agentWith({});
     const answer = await api(agent, "/api/requests/http/airt_nope");
     expect(answer.status).toBe(404);
-    expect(answer.body).toEqual({ error_code: 100, status_code: 404, msg: "captured request 'airt_nope' not found", details: { err: "captured request 'airt_nope' not found" } });
+    expect(answer.body).toEqual({
+      error_code: 100,
+      status_code: 404,
+      msg: "captured request 'airt_nope' not found",
+      details: { err: "captured request 'airt_nope' not found" },
+    });
   });
 });
 
@@ -147,7 +189,15 @@ describe("POST /api/requests/http (replay)", () => {
   it("replays to the tunnel's local address, captured as a new exchange marked as a replay", async () => {
     const { agent, session } = await agentWith({ web: { addr: upstream.port } });
     const body = Buffer.from('{"order":7}');
-    await session.relay(edge.tunnelId("web"), { method: "POST", target: "/hook?a=1", headers: [["content-type", "application/json"], ["x-signature", "s1"]], body });
+    await session.relay(edge.tunnelId("web"), {
+      method: "POST",
+      target: "/hook?a=1",
+      headers: [
+        ["content-type", "application/json"],
+        ["x-signature", "s1"],
+      ],
+      body,
+    });
     const [original] = (await api(agent, "/api/requests/http")).body.requests;
     const seen = upstream.seen.length;
 
@@ -155,7 +205,11 @@ describe("POST /api/requests/http (replay)", () => {
     expect(replayed.status).toBe(204);
     expect(replayed.body).toBe("");
     expect(upstream.seen.length).toBe(seen + 1);
-    expect(upstream.seen.at(-1)).toMatchObject({ method: "POST", url: "/hook?a=1", headers: { "x-signature": "s1", "content-length": String(body.length), "x-forwarded-for": original.remote_addr } });
+    expect(upstream.seen.at(-1)).toMatchObject({
+      method: "POST",
+      url: "/hook?a=1",
+      headers: { "x-signature": "s1", "content-length": String(body.length), "x-forwarded-for": original.remote_addr },
+    });
 
     const [replay, first] = (await api(agent, "/api/requests/http")).body.requests;
     expect(first.id).toBe(original.id);
@@ -173,7 +227,11 @@ describe("POST /api/requests/http (replay)", () => {
     expect((await api(agent, "/api/requests/http", post({ id: original.id, tunnel_name: "staging" }))).status).toBe(204);
     expect(other.seen.at(-1)).toMatchObject({ method: "POST", url: "/hook" });
 
-    const modified = await api(agent, "/api/requests/http", post({ id: original.id, request: { method: "PUT", uri: "/hook/v2?dry=1", headers: { "X-Changed": "yes", Accept: ["a", "b"] }, body: "changed body" } }));
+    const modified = await api(
+      agent,
+      "/api/requests/http",
+      post({ id: original.id, request: { method: "PUT", uri: "/hook/v2?dry=1", headers: { "X-Changed": "yes", Accept: ["a", "b"] }, body: "changed body" } }),
+    );
     expect(modified.status).toBe(204);
     const sent = upstream.seen.at(-1)!;
     expect(sent).toMatchObject({ method: "PUT", url: "/hook/v2?dry=1", headers: { "x-changed": "yes", accept: "a, b", "content-length": "12" } });
@@ -189,17 +247,35 @@ describe("POST /api/requests/http (replay)", () => {
     const [original] = (await api(agent, "/api/requests/http")).body.requests;
     const seen = upstream.seen.length;
 
-    expect((await api(agent, "/api/requests/http", post({ id: "airt_unknown" }))).body).toMatchObject({ error_code: 100, status_code: 404, msg: "captured request 'airt_unknown' not found" });
-    expect((await api(agent, "/api/requests/http", post({ id: original.id, tunnel_name: "gone" }))).body).toMatchObject({ error_code: 100, status_code: 404, msg: "tunnel 'gone' not found" });
+    expect((await api(agent, "/api/requests/http", post({ id: "airt_unknown" }))).body).toMatchObject({
+      error_code: 100,
+      status_code: 404,
+      msg: "captured request 'airt_unknown' not found",
+    });
+    expect((await api(agent, "/api/requests/http", post({ id: original.id, tunnel_name: "gone" }))).body).toMatchObject({
+      error_code: 100,
+      status_code: 404,
+      msg: "tunnel 'gone' not found",
+    });
     const missing = await api(agent, "/api/requests/http", post({ tunnel_name: "web" }));
     expect(missing.status).toBe(400);
     expect(missing.body).toMatchObject({ error_code: 108, msg: "invalid replay request: id: is required" });
     expect((await api(agent, "/api/requests/http", post({ id: 5 }))).body.details.err).toBe("id: must be a string");
-    expect((await api(agent, "/api/requests/http", post({ id: original.id, request: { headers: { "bad name": "x" } } }))).body.details.err).toBe("request.headers.bad name: header names are HTTP tokens");
-    expect((await api(agent, "/api/requests/http", post({ id: original.id, request: { headers: { ok: "a\r\nb: c" } } }))).body.details.err).toBe("request.headers.ok: a header value cannot contain CR, LF or NUL");
-    expect((await api(agent, "/api/requests/http", post({ id: original.id, request: { headers: { ok: ["a", 5] } } }))).body.details.err).toBe("request.headers.ok: must be a string or a list of strings");
-    expect((await api(agent, "/api/requests/http", post({ id: original.id, request: { headers: ["x: y"] } }))).body.details.err).toBe("request.headers: must be a map of header names to a value or a list of values");
-    expect((await api(agent, "/api/requests/http", post({ id: original.id, request: { uri: "no-slash" } }))).body.details.err).toBe("request.uri: must be a path (and query) starting with /, without spaces");
+    expect((await api(agent, "/api/requests/http", post({ id: original.id, request: { headers: { "bad name": "x" } } }))).body.details.err).toBe(
+      "request.headers.bad name: header names are HTTP tokens",
+    );
+    expect((await api(agent, "/api/requests/http", post({ id: original.id, request: { headers: { ok: "a\r\nb: c" } } }))).body.details.err).toBe(
+      "request.headers.ok: a header value cannot contain CR, LF or NUL",
+    );
+    expect((await api(agent, "/api/requests/http", post({ id: original.id, request: { headers: { ok: ["a", 5] } } }))).body.details.err).toBe(
+      "request.headers.ok: must be a string or a list of strings",
+    );
+    expect((await api(agent, "/api/requests/http", post({ id: original.id, request: { headers: ["x: y"] } }))).body.details.err).toBe(
+      "request.headers: must be a map of header names to a value or a list of values",
+    );
+    expect((await api(agent, "/api/requests/http", post({ id: original.id, request: { uri: "no-slash" } }))).body.details.err).toBe(
+      "request.uri: must be a path (and query) starting with /, without spaces",
+    );
     expect((await api(agent, "/api/requests/http", post({ id: original.id, colour: "red" }))).status).toBe(400);
     expect((await api(agent, "/api/requests/http", post("{not json"))).status).toBe(400);
     for (const type of ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"]) {
@@ -246,8 +322,20 @@ describe("header names that are Object.prototype's", () => {
       expect(listed.status).toBe(200);
       const [captured] = listed.body.requests;
       // canonical names, as Go's net/http writes them
-      const requestHeaders = { ["__proto__"]: ["sent-__proto__"], Constructor: ["sent-constructor"], Tostring: ["sent-toString"], Hasownproperty: ["sent-hasOwnProperty"], Valueof: ["sent-valueOf"] };
-      const responseHeaders = { ["__proto__"]: ["answer-__proto__"], Constructor: ["answer-constructor"], Tostring: ["answer-toString"], Hasownproperty: ["answer-hasOwnProperty"], Valueof: ["answer-valueOf"] };
+      const requestHeaders = {
+        ["__proto__"]: ["sent-__proto__"],
+        Constructor: ["sent-constructor"],
+        Tostring: ["sent-toString"],
+        Hasownproperty: ["sent-hasOwnProperty"],
+        Valueof: ["sent-valueOf"],
+      };
+      const responseHeaders = {
+        ["__proto__"]: ["answer-__proto__"],
+        Constructor: ["answer-constructor"],
+        Tostring: ["answer-toString"],
+        Hasownproperty: ["answer-hasOwnProperty"],
+        Valueof: ["answer-valueOf"],
+      };
       for (const [name, values] of Object.entries(requestHeaders)) expect(captured.request.headers[name], name).toEqual(values);
       for (const [name, values] of Object.entries(responseHeaders)) expect(captured.response.headers[name], name).toEqual(values);
       expect(Object.keys(captured.request.headers)).toContain("__proto__");
@@ -264,9 +352,20 @@ describe("header names that are Object.prototype's", () => {
       expect(replay).toMatchObject({ replay_of: captured.id, response: { status_code: 200 } });
       expect(Object.keys(replay.request.headers)).toContain("__proto__");
 
-      const modified = await api(agent, "/api/requests/http", post({ id: captured.id, request: { headers: { ["__proto__"]: "changed", constructor: ["c1", "c2"], toString: "t" } } }));
+      const modified = await api(
+        agent,
+        "/api/requests/http",
+        post({ id: captured.id, request: { headers: { ["__proto__"]: "changed", constructor: ["c1", "c2"], toString: "t" } } }),
+      );
       expect(modified.status).toBe(204);
-      expect(service.seen.at(-1)).toEqual(expect.arrayContaining([["__proto__", "changed"], ["constructor", "c1"], ["constructor", "c2"], ["toString", "t"]]));
+      expect(service.seen.at(-1)).toEqual(
+        expect.arrayContaining([
+          ["__proto__", "changed"],
+          ["constructor", "c1"],
+          ["constructor", "c2"],
+          ["toString", "t"],
+        ]),
+      );
     } finally {
       await service.close();
     }
@@ -366,7 +465,11 @@ describe("the inspector page", () => {
     expect(page.headers.get("content-security-policy")).toContain("script-src 'self'");
     expect(page.body).toContain('<script type="module" src="/inspector/inspector.js">');
     expect(page.body).not.toMatch(/https?:\/\//);
-    for (const [path, type] of [["/inspector/inspector.js", "text/javascript"], ["/inspector/format.js", "text/javascript"], ["/inspector/inspector.css", "text/css"]]) {
+    for (const [path, type] of [
+      ["/inspector/inspector.js", "text/javascript"],
+      ["/inspector/format.js", "text/javascript"],
+      ["/inspector/inspector.css", "text/css"],
+    ]) {
       const asset = await api(agent, path);
       expect(asset.status, path).toBe(200);
       expect(asset.headers.get("content-type")).toContain(type);

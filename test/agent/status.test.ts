@@ -17,7 +17,11 @@ const ESC = "\x1b";
 const SGR = /\x1b\[[0-9;]*m/g;
 const URL_60 = "http://g6113pfrbvhxk2m9.localhost:8787";
 
-function fakeAgent(state: string, tunnels: Tunnel[], extra: Record<string, unknown> = {}): Pick<Agent, "version" | "config" | "apiUrl" | "session" | "tunnels"> {
+function fakeAgent(
+  state: string,
+  tunnels: Tunnel[],
+  extra: Record<string, unknown> = {},
+): Pick<Agent, "version" | "config" | "apiUrl" | "session" | "tunnels"> {
   const parsed = parseAgentConfig({});
   if (!parsed.ok) throw new Error("config");
   return {
@@ -140,7 +144,10 @@ describe("status screen layout", () => {
   it("widens the path column for long paths up to what the other columns leave, then cuts with an ellipsis", () => {
     const agent = fakeAgent("online", [tunnel("web", "http://a.localhost:8787", 3000)]);
     const long = `/search?q=${"a".repeat(200)}`;
-    const lines = renderStatusLines(agent, { width: 120, requests: [request({ method: "GET", path: long, statusCode: 200, statusText: "OK", durationNs: 1_000_000n })] });
+    const lines = renderStatusLines(agent, {
+      width: 120,
+      requests: [request({ method: "GET", path: long, statusCode: 200, statusText: "OK", durationNs: 1_000_000n })],
+    });
     expect(lines.at(-1)!.trimEnd()).toBe(`19:39:56.107 GET     ${long.slice(0, 68)}… 200 OK               1.0 ms`);
   });
 
@@ -158,7 +165,10 @@ describe("status screen layout", () => {
     expect(online).toContain(`Session Status   ${ESC}[32monline${ESC}[0m`);
     const reconnecting = renderStatus(fakeAgent("reconnecting", [web]), { width: 80, colour: true, now: () => 0 });
     expect(reconnecting).toContain(`Session Status   ${ESC}[33mreconnecting${ESC}[0m`);
-    const requests = [request({ method: "GET", path: "/x", statusCode: 404, statusText: "Not Found" }), request({ method: "GET", path: "/y", state: "failed", errorCode: "upstream_timeout" })];
+    const requests = [
+      request({ method: "GET", path: "/x", statusCode: 404, statusText: "Not Found" }),
+      request({ method: "GET", path: "/y", state: "failed", errorCode: "upstream_timeout" }),
+    ];
     const text = renderStatus(fakeAgent("online", [web]), { width: 80, colour: true, requests });
     expect(text).toContain(`${ESC}[33m404 Not Found`);
     expect(text).toContain(`${ESC}[31mfailed timeout`);
@@ -190,7 +200,19 @@ describe("colour decision", () => {
 describe("recent requests", () => {
   it("keeps the newest, bounded in count and path length", () => {
     const recent = new RecentRequests(3);
-    const info = (target: string) => ({ key: target, tunnelName: "web", tunnelId: "tn_1", inspect: false, start: new Date(0), startNs: 0n, method: "GET", target, headers: [], remoteAddr: "", scheme: "http" });
+    const info = (target: string) => ({
+      key: target,
+      tunnelName: "web",
+      tunnelId: "tn_1",
+      inspect: false,
+      start: new Date(0),
+      startNs: 0n,
+      method: "GET",
+      target,
+      headers: [],
+      remoteAddr: "",
+      scheme: "http",
+    });
     for (const target of ["/1", "/2", "/3", "/4"]) recent.tap.open(info(target))?.onClose?.({ durationNs: 1n });
     expect(recent.list().map((entry) => entry.path)).toEqual(["/4", "/3", "/2"]);
     recent.tap.open(info(`/${"x".repeat(5000)}`));
@@ -234,7 +256,10 @@ describe("the status screen of a running agent, on a terminal", () => {
     upstream = await startUpstream();
     cwd = await mkdtemp(join(tmpdir(), "tollgate-status-"));
     const down = await closedPort();
-    await writeFile(join(cwd, "agent.yml"), `tunnels:\n  web:\n    addr: ${upstream.port}\n    subdomain: g6113pfrbvhxk2m9\n  api:\n    addr: ${upstream.port}\n    inspect: false\n  down:\n    addr: ${down}\n`);
+    await writeFile(
+      join(cwd, "agent.yml"),
+      `tunnels:\n  web:\n    addr: ${upstream.port}\n    subdomain: g6113pfrbvhxk2m9\n  api:\n    addr: ${upstream.port}\n    inspect: false\n  down:\n    addr: ${down}\n`,
+    );
   });
   afterAll(async () => {
     await edge.close();

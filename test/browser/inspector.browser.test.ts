@@ -99,7 +99,9 @@ describe("the inspector page in Chromium", () => {
     expect(empty.y).toBeGreaterThan(pane.y + pane.height * 0.3);
     expect(await page.textContent("#placeholder-title")).toBe("Waiting for the first request");
     await poll(() => page.locator("#placeholder-urls a").count()).toBe(3);
-    expect(await page.locator("#placeholder-urls a").evaluateAll((links) => links.map((link) => link.getAttribute("href")).sort())).toEqual(Object.values(urls).sort());
+    expect(await page.locator("#placeholder-urls a").evaluateAll((links) => links.map((link) => link.getAttribute("href")).sort())).toEqual(
+      Object.values(urls).sort(),
+    );
     expect(await placeholderFits("#filter-status")).toBe(true);
     expect(await placeholderFits("#filter-path")).toBe(true);
     await shot("01-empty");
@@ -111,7 +113,15 @@ describe("the inspector page in Chromium", () => {
     expect(visit?.status()).toBe(200);
     await visitor.close();
     const payload = JSON.stringify({ item: "book", qty: 2, tags: ["a", "b"] });
-    expect((await fetchPublic(edge.url, publicUrl, "/orders/42?debug=1", { method: "POST", body: payload, headers: { "content-type": "application/json", "x-trace": "t-1" } })).status).toBe(200);
+    expect(
+      (
+        await fetchPublic(edge.url, publicUrl, "/orders/42?debug=1", {
+          method: "POST",
+          body: payload,
+          headers: { "content-type": "application/json", "x-trace": "t-1" },
+        })
+      ).status,
+    ).toBe(200);
 
     // the same GET / on three tunnels, a 404 and a 500, and one the local service never answers
     for (const name of ["web", "api", "down"]) await fetchPublic(edge.url, urls[name], "/");

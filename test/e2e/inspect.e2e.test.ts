@@ -54,7 +54,13 @@ async function openFeed(): Promise<{ next(match: (event: { event: string; data: 
           text = text.slice(end + 2);
           const event = /^event: (.*)$/m.exec(block)?.[1];
           if (!event) continue;
-          const data = JSON.parse(block.split("\n").filter((line) => line.startsWith("data: ")).map((line) => line.slice(6)).join("\n"));
+          const data = JSON.parse(
+            block
+              .split("\n")
+              .filter((line) => line.startsWith("data: "))
+              .map((line) => line.slice(6))
+              .join("\n"),
+          );
           if (match({ event, data })) return { event, data };
         }
         const { value, done } = await reader.read();
@@ -74,11 +80,17 @@ describe("a request through a tunnel", () => {
     try {
       await feed.next((event) => event.event === "snapshot");
       const payload = JSON.stringify({ item: "book", qty: 2 });
-      const answer = await fetchPublic(edge.url, publicUrl, "/orders?src=e2e", { method: "POST", body: payload, headers: { "content-type": "application/json", "x-trace": "t-1" } });
+      const answer = await fetchPublic(edge.url, publicUrl, "/orders?src=e2e", {
+        method: "POST",
+        body: payload,
+        headers: { "content-type": "application/json", "x-trace": "t-1" },
+      });
       expect(answer.status).toBe(200);
 
       // the page's live feed
-      const shown = await feed.next((event) => event.event === "changes" && event.data.upsert.some((summary: any) => summary.uri === "/orders?src=e2e" && summary.state === "complete"));
+      const shown = await feed.next(
+        (event) => event.event === "changes" && event.data.upsert.some((summary: any) => summary.uri === "/orders?src=e2e" && summary.state === "complete"),
+      );
       const summary = shown.data.upsert.find((s: any) => s.uri === "/orders?src=e2e");
       expect(summary).toMatchObject({ method: "POST", status_code: 200, tunnel_name: "web", replay_of: null });
 
@@ -101,7 +113,9 @@ describe("a request through a tunnel", () => {
       expect(await client.replayRequest(captured.id)).toBe(true);
       expect(upstream.seen.length).toBe(seen + 1);
       expect(upstream.seen.at(-1)).toMatchObject({ method: "POST", url: "/orders?src=e2e", headers: { "x-trace": "t-1" } });
-      const replayShown = await feed.next((event) => event.event === "changes" && event.data.upsert.some((s: any) => s.replay_of === captured.id && s.state === "complete"));
+      const replayShown = await feed.next(
+        (event) => event.event === "changes" && event.data.upsert.some((s: any) => s.replay_of === captured.id && s.state === "complete"),
+      );
       const replay = replayShown.data.upsert.find((s: any) => s.replay_of === captured.id);
       expect(replay).toMatchObject({ method: "POST", uri: "/orders?src=e2e", status_code: 200 });
       const [newest] = (await client.listRequests({ limit: 1 })).requests;
@@ -127,7 +141,9 @@ describe("a request through a tunnel", () => {
     const body = patternBytes(512 * 1024);
     const before = process.memoryUsage();
     for (let round = 0; round < 4; round++) {
-      const answers = await Promise.all(Array.from({ length: 5 }, (_, i) => fetchPublic(edge.url, publicUrl, `/echo/flood-${round}-${i}`, { method: "PUT", body })));
+      const answers = await Promise.all(
+        Array.from({ length: 5 }, (_, i) => fetchPublic(edge.url, publicUrl, `/echo/flood-${round}-${i}`, { method: "PUT", body })),
+      );
       for (const answer of answers) expect(jsonOf(answer).bodySha256).toBe(sha256(body));
       expect(agent.capture!.bytes).toBeLessThanOrEqual(INSPECT_DB_SIZE);
     }
@@ -140,7 +156,12 @@ describe("a request through a tunnel", () => {
     expect(kept.length).toBeGreaterThanOrEqual(2);
     expect(kept.length).toBeLessThan(20);
     // newest first; only the last rounds are left
-    expect(kept.map((r) => r.id)).toEqual(kept.map((r) => r.id).sort().reverse());
+    expect(kept.map((r) => r.id)).toEqual(
+      kept
+        .map((r) => r.id)
+        .sort()
+        .reverse(),
+    );
     expect(kept.every((r) => r.request.uri.startsWith("/echo/flood-3-") || r.request.uri.startsWith("/echo/flood-2-"))).toBe(true);
   });
 });

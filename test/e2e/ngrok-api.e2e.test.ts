@@ -163,7 +163,10 @@ describe("@ngrok/ngrok-api (the real Ngrok class) against Tollgate under wrangle
       expect(user.id).toMatch(BOT_ID);
       expect(user).toMatchObject({ name: `page-${i}`, active: i % 2 === 0 });
     }
-    const newestFirst = [...more].reverse().map((user) => user.id).concat(created.id);
+    const newestFirst = [...more]
+      .reverse()
+      .map((user) => user.id)
+      .concat(created.id);
     expect(new Set(newestFirst).size).toBe(5);
 
     // pages of 2: three requests, each after the last id of the previous page
@@ -226,7 +229,14 @@ describe("@ngrok/ngrok-api (the real Ngrok class) against Tollgate under wrangle
     expect(JSON.parse(sent.at(-1)!.body!)).toEqual({ edge_id: EDGE, id: ROUTE, module: { tripped_duration: 30 } });
     expect(await modules.get(route)).toEqual(withDefaults);
 
-    const module: EndpointCircuitBreaker = { enabled: false, trippedDuration: 20, rollingWindow: 60, numBuckets: 6, volumeThreshold: 0, errorThresholdPercentage: 0.75 };
+    const module: EndpointCircuitBreaker = {
+      enabled: false,
+      trippedDuration: 20,
+      rollingWindow: 60,
+      numBuckets: 6,
+      volumeThreshold: 0,
+      errorThresholdPercentage: 0.75,
+    };
     expect(await modules.replace({ ...route, module })).toEqual(module);
     expect(await modules.get(route)).toEqual(module);
 
@@ -365,12 +375,22 @@ describe("@ngrok/ngrok-api (the real Ngrok class) against Tollgate under wrangle
     expect(await ngrok.edges.edgesHttps.list()).toEqual([httpsEdge]);
 
     // a module set through the client shows on the route
-    const module: EndpointCircuitBreaker = { enabled: true, trippedDuration: 15, rollingWindow: 30, numBuckets: 3, volumeThreshold: 5, errorThresholdPercentage: 0.25 };
+    const module: EndpointCircuitBreaker = {
+      enabled: true,
+      trippedDuration: 15,
+      rollingWindow: 30,
+      numBuckets: 3,
+      volumeThreshold: 5,
+      errorThresholdPercentage: 0.25,
+    };
     await ngrok.edgeModules.edgeRouteCircuitBreakerModule.replace({ edgeId: EDGE, id: ROUTE, module });
     const route = await ngrok.edges.edgesHttpsRoutes.get({ edgeId: EDGE, id: ROUTE });
     expect(route).toEqual({ ...httpsEdge.routes[0], circuitBreaker: module });
     expect(sent.at(-1)).toMatchObject({ method: "GET", url: `${base}/edges/https/${EDGE}/routes/${ROUTE}`, status: 200 });
-    await deleteAnswered204(ngrok.edgeModules.edgeRouteCircuitBreakerModule.delete({ edgeId: EDGE, id: ROUTE }), `/edges/https/${EDGE}/routes/${ROUTE}/circuit_breaker`);
+    await deleteAnswered204(
+      ngrok.edgeModules.edgeRouteCircuitBreakerModule.delete({ edgeId: EDGE, id: ROUTE }),
+      `/edges/https/${EDGE}/routes/${ROUTE}/circuit_breaker`,
+    );
 
     const unknown = await rejection(ngrok.edges.edgesHttps.get("edghts_nope"));
     expectEnvelope(unknown, "ERR_SVC_204", 404);

@@ -40,7 +40,11 @@ afterAll(async () => {
 
 /** Runs the installed `tollgate` from the consumer project; collects its stdout lines and stderr. */
 function runInstalled(args: string[]) {
-  const child = spawnGroup(agent.bin, args, { cwd: agent.project, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, TOLLGATE_SERVER_ADDR: "", TOLLGATE_API_KEY: "" } });
+  const child = spawnGroup(agent.bin, args, {
+    cwd: agent.project,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, TOLLGATE_SERVER_ADDR: "", TOLLGATE_API_KEY: "" },
+  });
   children.push(child);
   const lines: string[] = [];
   let stderr = "";
@@ -115,7 +119,9 @@ describe("the published ngrok npm package, unmodified", () => {
       expect(jsonOf(answer)).toMatchObject({ method: "GET", url: "/through/ngrok?x=1" });
 
       const listed = (await ngrok.getApi()!.listTunnels()) as unknown as { tunnels: Array<{ public_url: string; proto: string; config: { addr: string } }> };
-      expect(listed.tunnels).toEqual([expect.objectContaining({ public_url: url, proto: "http", config: expect.objectContaining({ addr: `http://localhost:${upstream.port}` }) })]);
+      expect(listed.tunnels).toEqual([
+        expect.objectContaining({ public_url: url, proto: "http", config: expect.objectContaining({ addr: `http://localhost:${upstream.port}` }) }),
+      ]);
       const online = await edge.management("/tunnels");
       expect(online.body.tunnels.map((tunnel: { public_url: string }) => tunnel.public_url)).toEqual([url]);
 
@@ -163,7 +169,9 @@ describe("ngrok's own config files", () => {
     const run = runInstalled(["start", "--all", "--config", file]);
     const urls = await vi.waitFor(
       () => {
-        const found = new Map(run.lines.filter((line) => line.includes('msg="started tunnel"')).map((line) => [/name=(\S+)/.exec(line)![1], /url=(\S+)/.exec(line)![1]]));
+        const found = new Map(
+          run.lines.filter((line) => line.includes('msg="started tunnel"')).map((line) => [/name=(\S+)/.exec(line)![1], /url=(\S+)/.exec(line)![1]]),
+        );
         if (found.size < 2) throw new Error(`not both yet: ${run.lines.join("\n")}\n${run.stderr()}`);
         return found;
       },

@@ -95,7 +95,10 @@ describe("after a run whose tests fail while their edges run", () => {
 
   it("the scan does find a live process that carries a marker", async () => {
     const probeMarker = `tollgate-probe-${randomUUID()}`;
-    const probe = spawnGroup(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore", env: { ...process.env, TOLLGATE_PROBE_MARKER: probeMarker } });
+    const probe = spawnGroup(process.execPath, ["-e", "setInterval(() => {}, 1000)"], {
+      stdio: "ignore",
+      env: { ...process.env, TOLLGATE_PROBE_MARKER: probeMarker },
+    });
     try {
       await expect.poll(() => processesMentioning(probeMarker), { timeout: 10_000 }).toHaveLength(1);
     } finally {

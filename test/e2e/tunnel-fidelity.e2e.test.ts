@@ -59,7 +59,10 @@ class RawConnection {
     const lines = [`${method} ${path} HTTP/1.1`, `Host: ${host}`, ...headers.map(([name, value]) => `${name}: ${value}`)];
     this.socket.write(`${lines.join("\r\n")}\r\n\r\n`);
     const headEnd = await this.until(() => (this.buffer.indexOf("\r\n\r\n") >= 0 ? this.buffer.indexOf("\r\n\r\n") : undefined));
-    const [statusLine, ...lines2] = this.take(headEnd + 4).subarray(0, headEnd).toString("latin1").split("\r\n");
+    const [statusLine, ...lines2] = this.take(headEnd + 4)
+      .subarray(0, headEnd)
+      .toString("latin1")
+      .split("\r\n");
     if (!statusLine.startsWith("HTTP/1.1 ")) throw new Error(`expected a status line, got ${JSON.stringify(statusLine)}`);
     const fields = lines2.map((line): [string, string] => [line.slice(0, line.indexOf(":")).trim().toLowerCase(), line.slice(line.indexOf(":") + 1).trim()]);
     const status = Number(statusLine.split(" ")[1]);
@@ -191,7 +194,11 @@ afterEach(() => connection.close());
 
 describe("response framing and bytes", () => {
   it("keeps the local server's Content-Length and bytes, for a small answer and a streamed 600 KiB one", async () => {
-    for (const [path, body] of [["/blob", HTML], ["/text", HTML], ["/big", BIG]] as const) {
+    for (const [path, body] of [
+      ["/blob", HTML],
+      ["/text", HTML],
+      ["/big", BIG],
+    ] as const) {
       const answer = await connection.request(host, path);
       expect(answer.status).toBe(200);
       expect(answer.framing).toBe("content-length");
@@ -248,7 +255,9 @@ describe("request headers", () => {
     await connection.request(host, "/echo-some", { headers: [["Accept-Encoding", "deflate;q=0.5, zstd"]] });
     expect(valuesOf(localHeaders("/echo-some"), "accept-encoding")).toEqual(["deflate;q=0.5, zstd"]);
 
-    const captured = await fetch(`${agent.apiUrl}/api/requests/http?limit=50`).then((response) => response.json() as Promise<{ requests: Array<{ request: { uri: string; headers: Record<string, string[]> } }> }>);
+    const captured = await fetch(`${agent.apiUrl}/api/requests/http?limit=50`).then(
+      (response) => response.json() as Promise<{ requests: Array<{ request: { uri: string; headers: Record<string, string[]> } }> }>,
+    );
     const shown = (uri: string) => captured.requests.find((entry) => entry.request.uri === uri)!.request.headers;
     expect(Object.keys(shown("/echo-none")).map((name) => name.toLowerCase())).not.toContain("accept-encoding");
     expect(Object.entries(shown("/echo-some")).find(([name]) => name.toLowerCase() === "accept-encoding")?.[1]).toEqual(["deflate;q=0.5, zstd"]);

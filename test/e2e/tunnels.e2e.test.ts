@@ -60,7 +60,12 @@ describe("a tunnel through the agent API", () => {
     expect(answer.headers["set-cookie"]).toEqual(["a=1", "b=2"]);
     const echoed = jsonOf(answer);
     expect(echoed).toMatchObject({ method: "GET", url: "/hello/world?x=1&y=two" });
-    expect(echoed.headers).toMatchObject({ host: new URL(started.public_url).host, "x-custom": "yes", "x-forwarded-proto": "http", "x-forwarded-for": "127.0.0.1" });
+    expect(echoed.headers).toMatchObject({
+      host: new URL(started.public_url).host,
+      "x-custom": "yes",
+      "x-forwarded-proto": "http",
+      "x-forwarded-for": "127.0.0.1",
+    });
 
     const detail = (await client.tunnelDetail("web")) as { metrics: { conns: { count: number }; http: { count: number; p50: number } } };
     expect(detail.metrics.conns.count).toBe(1);
@@ -96,7 +101,9 @@ describe("a tunnel through the agent API", () => {
   it("passes a 10 MiB upload and a 10 MiB download intact", async () => {
     const { public_url } = await client.startTunnel({ name: "big", addr: upstream.port });
     const upload = patternBytes(TEN_MIB, 7);
-    const echoed = jsonOf(await fetchPublic(edge.url, public_url, "/echo", { method: "POST", body: upload, headers: { "content-type": "application/octet-stream" } }));
+    const echoed = jsonOf(
+      await fetchPublic(edge.url, public_url, "/echo", { method: "POST", body: upload, headers: { "content-type": "application/octet-stream" } }),
+    );
     expect(echoed).toMatchObject({ method: "POST", bodyLength: TEN_MIB, bodySha256: sha256(upload) });
     const download = await fetchPublic(edge.url, public_url, `/bytes/${TEN_MIB}`);
     expect(download.status).toBe(200);
@@ -147,7 +154,12 @@ describe("a tunnel through the agent API", () => {
       // order holds over a burst, text and binary mixed
       for (let i = 0; i < 500; i++) socket.send(i % 2 ? String(i) : Buffer.from(String(i)));
       await expect.poll(() => messages.length, { timeout: 10_000, interval: 100 }).toBe(503);
-      expect(messages.slice(3).map((message, i) => (message.binary ? Buffer.from(message.data, "hex").toString() : message.data) === String(i)).every(Boolean)).toBe(true);
+      expect(
+        messages
+          .slice(3)
+          .map((message, i) => (message.binary ? Buffer.from(message.data, "hex").toString() : message.data) === String(i))
+          .every(Boolean),
+      ).toBe(true);
       socket.send("bye");
       expect(await closed).toEqual([4001, "asked to"]);
     } finally {
@@ -169,7 +181,9 @@ describe("a tunnel through the agent API", () => {
     const error = (await client.startTunnel({ name: "ssh", proto: "tcp", addr: 22 }).catch((e: unknown) => e)) as NgrokClientError;
     expect(error.response.statusCode).toBe(502);
     expect(error.body).toMatchObject({ error_code: 103, status_code: 502 });
-    expect((error.body as { details: { err: string } }).details.err).toContain("tcp tunnels are not supported: Cloudflare Workers ingress accepts only HTTP(S)");
+    expect((error.body as { details: { err: string } }).details.err).toContain(
+      "tcp tunnels are not supported: Cloudflare Workers ingress accepts only HTTP(S)",
+    );
   });
 });
 
@@ -178,7 +192,18 @@ describe("the tollgate CLI", () => {
     const webPort = await freePort();
     const cli: ChildProcessByStdio<null, Readable, Readable> = spawn(
       process.execPath,
-      [fileURLToPath(new URL("../../bin/tollgate.mjs", import.meta.url)), "agent", "http", String(upstream.port), "--server-addr", edge.url, "--web-addr", `127.0.0.1:${webPort}`, "--name", "cli"],
+      [
+        fileURLToPath(new URL("../../bin/tollgate.mjs", import.meta.url)),
+        "agent",
+        "http",
+        String(upstream.port),
+        "--server-addr",
+        edge.url,
+        "--web-addr",
+        `127.0.0.1:${webPort}`,
+        "--name",
+        "cli",
+      ],
       { stdio: ["ignore", "pipe", "pipe"] },
     );
     const lines: string[] = [];
@@ -225,7 +250,9 @@ describe("when the edge restarts", () => {
     await edge.stop();
     await expect.poll(() => agent.session.status.state, { timeout: 10_000, interval: 100 }).toBe("reconnecting");
     await edge.start();
-    await expect.poll(() => [agent.session.status.state, agent.tunnels.get("survivor")?.state], { timeout: 30_000, interval: 100 }).toEqual(["online", "online"]);
+    await expect
+      .poll(() => [agent.session.status.state, agent.tunnels.get("survivor")?.state], { timeout: 30_000, interval: 100 })
+      .toEqual(["online", "online"]);
     expect(agent.session.status.reconnects).toBeGreaterThanOrEqual(1);
     expect(agent.tunnels.get("survivor")!.publicUrl).toBe(public_url);
     expect((await fetchPublic(edge.url, public_url, "/after")).status).toBe(200);

@@ -84,7 +84,14 @@ describe("request macros", () => {
 });
 
 describe("response variables and macros (outbound)", () => {
-  const response = { status: 503, headers: [["content-type", "text/plain"], ["set-cookie", "a=1; Path=/"], ["set-cookie", "b=2, c"]] as [string, string][] };
+  const response = {
+    status: 503,
+    headers: [
+      ["content-type", "text/plain"],
+      ["set-cookie", "a=1; Path=/"],
+      ["set-cookie", "b=2, c"],
+    ] as [string, string][],
+  };
 
   it("res.status_code is the upstream status as an integer", () => {
     expect(holds("res.status_code == 503 && res.status_code >= 500", { response })).toBe(true);

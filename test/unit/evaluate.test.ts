@@ -186,7 +186,12 @@ describe("rate-limit", () => {
 
   it("the bucket is named by every bucket_key value, read from the request", async () => {
     const counter = new MemoryCounter(T0);
-    const compiled = perClient(1, ["          bucket_key:", "            - req.host", "            - \"req.headers['x-api-key']\"", "            - getReqHeader('X-Tenant')"]);
+    const compiled = perClient(1, [
+      "          bucket_key:",
+      "            - req.host",
+      "            - \"req.headers['x-api-key']\"",
+      "            - getReqHeader('X-Tenant')",
+    ]);
     const exchange = makeExchange({ url: "https://api.example.test/", headers: { "x-api-key": "k1", "x-tenant": "t1" } });
     await inbound(compiled, exchange, counter);
     expect(counter.calls[0].key).toBe('["api.example.test","k1","t1"]');
@@ -310,7 +315,12 @@ describe("deny and custom-response", () => {
 
   it("custom-response answers with its status, body and headers, text/plain unless told otherwise", async () => {
     const plain = await inbound(
-      policy("inbound:", "  - actions:", "      - type: custom-response", "        config: { status_code: 418, body: I am a teapot, headers: { x-brew: tea } }"),
+      policy(
+        "inbound:",
+        "  - actions:",
+        "      - type: custom-response",
+        "        config: { status_code: 418, body: I am a teapot, headers: { x-brew: tea } }",
+      ),
       makeExchange(),
     );
     expect(plain?.status).toBe(418);
@@ -319,7 +329,12 @@ describe("deny and custom-response", () => {
     expect(plain?.headers.get("content-type")).toBe("text/plain; charset=utf-8");
 
     const json = await inbound(
-      policy("inbound:", "  - actions:", "      - type: custom-response", "        config: { body: '{\"ok\":true}', headers: { Content-Type: application/json } }"),
+      policy(
+        "inbound:",
+        "  - actions:",
+        "      - type: custom-response",
+        "        config: { body: '{\"ok\":true}', headers: { Content-Type: application/json } }",
+      ),
       makeExchange(),
     );
     expect(json?.status).toBe(200);

@@ -95,7 +95,12 @@ describe("gateway.yaml validation", () => {
   });
 
   it("the tunnel domain itself, hosts beside it and the catch-all '*' are not under it", () => {
-    const text = lines("edges:", "  - id: e1", "    hostnames: [tunnels.test, othertunnels.test, '*', '*.test']", "    routes: [{ id: r1, match: /, upstream: echo }]");
+    const text = lines(
+      "edges:",
+      "  - id: e1",
+      "    hostnames: [tunnels.test, othertunnels.test, '*', '*.test']",
+      "    routes: [{ id: r1, match: /, upstream: echo }]",
+    );
     expect(loadGatewayConfig({ ...POLICIES, [GATEWAY]: text }, { tunnelDomain: "tunnels.test" }).ok).toBe(true);
   });
 
@@ -115,11 +120,15 @@ describe("gateway.yaml validation", () => {
   });
 
   it("an id with other characters than letters, digits, '_' and '-' is refused", () => {
-    expect(problems(oneRoute("id: r/1", "match: /", "upstream: echo"))).toEqual([`${GATEWAY}:5: edges[0].routes[0].id: must be 1 to 64 letters, digits, '_' or '-'`]);
+    expect(problems(oneRoute("id: r/1", "match: /", "upstream: echo"))).toEqual([
+      `${GATEWAY}:5: edges[0].routes[0].id: must be 1 to 64 letters, digits, '_' or '-'`,
+    ]);
   });
 
   it("a match that is not a path prefix is refused", () => {
-    expect(problems(oneRoute("id: r1", "match: api", "upstream: echo"))).toEqual([`${GATEWAY}:6: edges[0].routes[0].match: must be a path prefix starting with '/'`]);
+    expect(problems(oneRoute("id: r1", "match: api", "upstream: echo"))).toEqual([
+      `${GATEWAY}:6: edges[0].routes[0].match: must be a path prefix starting with '/'`,
+    ]);
   });
 
   it.each([
@@ -134,7 +143,9 @@ describe("gateway.yaml validation", () => {
   });
 
   it("an upstream that is not a string is refused", () => {
-    expect(problems(oneRoute("id: r1", "match: /", "upstream: 8080"))).toEqual([`${GATEWAY}:7: edges[0].routes[0].upstream: must be a string, got number 8080`]);
+    expect(problems(oneRoute("id: r1", "match: /", "upstream: 8080"))).toEqual([
+      `${GATEWAY}:7: edges[0].routes[0].upstream: must be a string, got number 8080`,
+    ]);
   });
 
   it.each([["management"], ["echo"], ["https://origin.test"], ["http://127.0.0.1:9000/base"], ["tcp://db.test:5432"]])("upstream %s loads", (upstream) => {
@@ -189,7 +200,9 @@ describe("gateway.yaml validation", () => {
       "    - expressions: ['res.status_code == 500']",
       "      actions: [{ type: deny }]",
     );
-    expect(problems(text)).toEqual([`${GATEWAY}:10: edges[0].routes[0].traffic_policy.inbound[0].expressions[0]: invalid CEL: res is only available in outbound expressions`]);
+    expect(problems(text)).toEqual([
+      `${GATEWAY}:10: edges[0].routes[0].traffic_policy.inbound[0].expressions[0]: invalid CEL: res is only available in outbound expressions`,
+    ]);
     const unknown = oneRoute("id: r1", "match: /", "upstream: echo", "traffic_policy:", "  inbund: []");
     expect(problems(unknown)).toEqual([`${GATEWAY}:9: edges[0].routes[0].traffic_policy.inbund: unknown key`]);
   });

@@ -21,7 +21,10 @@ describe("who may claim a host label", () => {
     const released = releaseClaim({ claim: claimOf("acct_a", "tn_1") }, "tn_1", 1_000)!;
     expect(released.releasedAt).toBe(1_000);
     const refused = decideClaim(released, claimOf("acct_b", "tn_2"), offline, 1_000 + HOST_GRACE_MS - 1);
-    expect(refused).toMatchObject({ ok: false, reason: `is reserved for the account that used it last, until ${new Date(1_000 + HOST_GRACE_MS).toISOString()}` });
+    expect(refused).toMatchObject({
+      ok: false,
+      reason: `is reserved for the account that used it last, until ${new Date(1_000 + HOST_GRACE_MS).toISOString()}`,
+    });
     expect(decideClaim(released, claimOf("acct_a", "tn_3"), offline, 2_000)).toEqual({ ok: true, record: { claim: claimOf("acct_a", "tn_3") } });
     expect(decideClaim(released, claimOf("acct_b", "tn_2"), offline, 1_000 + HOST_GRACE_MS)).toMatchObject({ ok: true });
   });

@@ -52,11 +52,14 @@ function simulate(steps: ReadonlyArray<{ gap: number; deliver: number }>, capaci
 
 describe("isolate bucket memory", () => {
   it("never lets more than capacity through in any window, whatever the order answers come back in", () => {
-    const steps = fc.array(fc.record({
+    const steps = fc.array(
+      fc.record({
         // mostly busy, now and then a pause longer than a window, after which no stale lease may be used
         gap: fc.oneof({ weight: 60, arbitrary: fc.integer({ min: 0, max: 120 }) }, { weight: 1, arbitrary: fc.integer({ min: 1_000, max: 150_000 }) }),
         deliver: fc.integer({ min: 0, max: 3 }),
-      }), { minLength: 200, maxLength: 1500 });
+      }),
+      { minLength: 200, maxLength: 1500 },
+    );
     fc.assert(
       fc.property(steps, fc.integer({ min: 1, max: 300 }), fc.constantFrom(60_000, 120_000), (trace, capacity, windowMs) => {
         const { admitted } = simulate(trace, capacity, windowMs);
@@ -90,7 +93,9 @@ describe("isolate bucket memory", () => {
     const buckets = new IsolateBuckets({ now: () => now });
     const first = buckets.consult("b");
     expect(first).toEqual({ want: 1, sent: 0 });
-    expect(buckets.settle("b", 0, { allowed: false, granted: 0, leaseStart: 0, remaining: 0, retryAfterMs: 42_000, resetMs: 60_000, refillMs: 42_000 })).toMatchObject({ allowed: false, retryAfterMs: 42_000 });
+    expect(
+      buckets.settle("b", 0, { allowed: false, granted: 0, leaseStart: 0, remaining: 0, retryAfterMs: 42_000, resetMs: 60_000, refillMs: 42_000 }),
+    ).toMatchObject({ allowed: false, retryAfterMs: 42_000 });
     now = 2_000;
     expect(buckets.consult("b")).toEqual({ decision: { allowed: false, remaining: 0, retryAfterMs: 40_000, resetMs: 40_000, refillMs: 40_000 } });
     now = 42_000;
@@ -103,7 +108,8 @@ describe("isolate bucket memory", () => {
     const buckets = new IsolateBuckets({ now: () => now });
     for (let i = 0; i < 10; i++) {
       const consulted = buckets.consult("b");
-      if ("want" in consulted) buckets.settle("b", consulted.sent, { allowed: true, granted: 1, leaseStart: 0, remaining: 100, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 });
+      if ("want" in consulted)
+        buckets.settle("b", consulted.sent, { allowed: true, granted: 1, leaseStart: 0, remaining: 100, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 });
       now += 50;
     }
     now = LEASE_MS;

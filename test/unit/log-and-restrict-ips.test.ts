@@ -40,8 +40,18 @@ describe("log", () => {
     const services = recording();
     for (let i = 0; i < 2; i++) await runPhase(policy.inbound, makeExchange({ url: "https://a.test/orders", clientIp: "192.0.2.1" }), services);
     expect(services.records).toEqual([
-      { route: "edge/route", action: "inbound[0].actions[1]", phase: "inbound", metadata: { message: "limit check", limited: false, who: "client 192.0.2.1 on /orders", weight: 3 } },
-      { route: "edge/route", action: "inbound[0].actions[1]", phase: "inbound", metadata: { message: "limit check", limited: true, who: "client 192.0.2.1 on /orders", weight: 3 } },
+      {
+        route: "edge/route",
+        action: "inbound[0].actions[1]",
+        phase: "inbound",
+        metadata: { message: "limit check", limited: false, who: "client 192.0.2.1 on /orders", weight: 3 },
+      },
+      {
+        route: "edge/route",
+        action: "inbound[0].actions[1]",
+        phase: "inbound",
+        metadata: { message: "limit check", limited: true, who: "client 192.0.2.1 on /orders", weight: 3 },
+      },
     ]);
   });
 
@@ -74,7 +84,9 @@ describe("log", () => {
   });
 
   it("a value that is a map is refused", () => {
-    expect(problems(action("log", ["metadata:", "  nested: { a: 1 }"]))).toEqual([`${FILE}:6: inbound[0].actions[0].config.metadata.nested: must be a string, number or boolean`]);
+    expect(problems(action("log", ["metadata:", "  nested: { a: 1 }"]))).toEqual([
+      `${FILE}:6: inbound[0].actions[0].config.metadata.nested: must be a string, number or boolean`,
+    ]);
   });
 
   it("a value of 1025 characters is refused", () => {
@@ -102,7 +114,8 @@ describe("log", () => {
 
 describe("restrict-ips", () => {
   const restrict = (...config: string[]) => load(action("restrict-ips", config));
-  const status = async (policy: CompiledPolicy, ip: string) => (await runPhase(policy.inbound, makeExchange({ clientIp: ip }), { counter: new MemoryCounter(T0) }))?.status ?? 200;
+  const status = async (policy: CompiledPolicy, ip: string) =>
+    (await runPhase(policy.inbound, makeExchange({ clientIp: ip }), { counter: new MemoryCounter(T0) }))?.status ?? 200;
 
   it("allows only addresses in an allow CIDR and in no deny CIDR", async () => {
     const policy = restrict("allow: [203.0.113.0/24, '2001:db8::/32']", "deny: [203.0.113.66/32]");
@@ -171,6 +184,8 @@ describe("restrict-ips", () => {
   });
 
   it("enforce must be a boolean", () => {
-    expect(problems(action("restrict-ips", ["allow: [10.0.0.0/8]", "enforce: 1"]))).toEqual([`${FILE}:6: inbound[0].actions[0].config.enforce: must be a boolean, got number 1`]);
+    expect(problems(action("restrict-ips", ["allow: [10.0.0.0/8]", "enforce: 1"]))).toEqual([
+      `${FILE}:6: inbound[0].actions[0].config.enforce: must be a boolean, got number 1`,
+    ]);
   });
 });

@@ -97,7 +97,7 @@ describe("strict UTF-8", () => {
   });
 
   it("decodeUtf8 returns the text of well-formed bytes (without a leading BOM) and the offset of ill-formed ones", () => {
-    expect(decodeUtf8(encoder.encode("\ufeff{\"a\":\"🚀\"}"))).toEqual({ ok: true, text: '{"a":"🚀"}' });
+    expect(decodeUtf8(encoder.encode('\ufeff{"a":"🚀"}'))).toEqual({ ok: true, text: '{"a":"🚀"}' });
     expect(decodeUtf8(new Uint8Array([0x7b, 0xff, 0x7d]))).toEqual({ ok: false, offset: 1 });
     expect(decodeUtf8(new Uint8Array([0x61, 0xed, 0xa0, 0x80]))).toEqual({ ok: false, offset: 1 });
     expect(decodeUtf8(new Uint8Array([0x61, 0x62, 0xf0, 0x9f, 0x9a]))).toEqual({ ok: false, offset: 2 });

@@ -39,7 +39,10 @@ describe("npm run policy:check", () => {
 
   it("refuses an edge host name under wrangler.toml's TUNNEL_DOMAIN, located", () => {
     const root = repoWith({ "gateway.yaml": gateway.replace('["example.com"]', '["example.com", "api.tunnels.test"]'), "api.yaml": "inbound: []\n" });
-    writeFileSync(join(root, "wrangler.toml"), 'name = "t"\nmain = "src/worker.ts"\ncompatibility_date = "2026-04-20"\n\n[vars]\nTUNNEL_DOMAIN = "Tunnels.Test."\n');
+    writeFileSync(
+      join(root, "wrangler.toml"),
+      'name = "t"\nmain = "src/worker.ts"\ncompatibility_date = "2026-04-20"\n\n[vars]\nTUNNEL_DOMAIN = "Tunnels.Test."\n',
+    );
     const result = run(root);
     expect(result.code).toBe(1);
     expect(result.errors[0]).toBe(

@@ -36,9 +36,7 @@ describe("the pathological policies of the review are refused at load", () => {
   it("a 158-character chain of replace() calls that doubles the string each time", () => {
     const source = `req.url.query${".replace('a', 'aa')".repeat(7)} == 'abcdef'`;
     expect(source.length).toBe(158);
-    expect(expressionRefusal(source)).toEqual([
-      `${AT}replace() must not lengthen a string: the replacement "aa" is longer than the text it replaces, "a"`,
-    ]);
+    expect(expressionRefusal(source)).toEqual([`${AT}replace() must not lengthen a string: the replacement "aa" is longer than the text it replaces, "a"`]);
   });
 
   it("three nested all() over 100-element lists", () => {
@@ -119,9 +117,14 @@ describe("document bounds", () => {
 
   it("more than 16 matches() patterns in one policy are refused", () => {
     const expressions = Array.from({ length: 17 }, (_, i) => `req.url.path.matches('^/p${i}$')`);
-    expect(refusal({ inbound: [{ expressions: expressions.slice(0, 9), actions: deny }, { expressions: expressions.slice(9), actions: deny }] })).toEqual([
-      "traffic_policy: matches() patterns exceed the limit of 16 per policy (have 17)",
-    ]);
+    expect(
+      refusal({
+        inbound: [
+          { expressions: expressions.slice(0, 9), actions: deny },
+          { expressions: expressions.slice(9), actions: deny },
+        ],
+      }),
+    ).toEqual(["traffic_policy: matches() patterns exceed the limit of 16 per policy (have 17)"]);
   });
 });
 
@@ -136,9 +139,7 @@ describe("expression size", () => {
   });
 
   it("an expression of more than 256 nodes is refused", () => {
-    expect(expressionRefusal(`[${Array.from({ length: 300 }, () => "1").join(",")}].size() > 0`)).toEqual([
-      `${AT}expression exceeds the limit of 256 nodes`,
-    ]);
+    expect(expressionRefusal(`[${Array.from({ length: 300 }, () => "1").join(",")}].size() > 0`)).toEqual([`${AT}expression exceeds the limit of 256 nodes`]);
   });
 });
 

@@ -25,12 +25,7 @@ describe("valid documents", () => {
   it("always load and compile, from block YAML, flow YAML, indented JSON and one-line JSON", () => {
     fc.assert(
       fc.property(policyDocument, (document) => {
-        const texts = [
-          serialize(document, "yaml"),
-          stringify(document, { collectionStyle: "flow" }),
-          serialize(document, "json"),
-          JSON.stringify(document),
-        ];
+        const texts = [serialize(document, "yaml"), stringify(document, { collectionStyle: "flow" }), serialize(document, "json"), JSON.stringify(document)];
         for (const [index, text] of texts.entries()) {
           const result = loadPolicy(text, index < 2 ? "policies/random.yaml" : "policies/random.json");
           if (!result.ok) throw new Error(`${result.issues.map(formatIssue).join("\n")}\n--- in ---\n${text}`);
@@ -108,11 +103,13 @@ interface Mutation {
   readonly line: (text: string) => number;
 }
 
-const lineOfMark = (mark: string, offset = 0) => (text: string) => {
-  const index = text.split("\n").findIndex((line) => line.includes(mark));
-  if (index < 0) throw new Error(`marker ${mark} not in the text`);
-  return index + 1 + offset;
-};
+const lineOfMark =
+  (mark: string, offset = 0) =>
+  (text: string) => {
+    const index = text.split("\n").findIndex((line) => line.includes(mark));
+    if (index < 0) throw new Error(`marker ${mark} not in the text`);
+    return index + 1 + offset;
+  };
 
 function setAt(document: PolicyValue, path: readonly PathSegment[], value: unknown): unknown {
   if (path.length === 0) return value;
@@ -212,7 +209,11 @@ describe("mutated documents", () => {
     const unknownKey = policyDocument.chain((document) =>
       fc.record({
         document: fc.constant(document),
-        mutation: fc.constantFrom(...spotsOf(document).flatMap(mutationsAt).filter((mutation) => mutation.kind === "unknown key")),
+        mutation: fc.constantFrom(
+          ...spotsOf(document)
+            .flatMap(mutationsAt)
+            .filter((mutation) => mutation.kind === "unknown key"),
+        ),
         format,
       }),
     );
@@ -256,9 +257,42 @@ describe("the loader never throws", () => {
 
   it("on YAML-looking token soup (anchors, aliases, tags, flow and block collections)", () => {
     const token = fc.constantFrom(
-      "inbound:", "outbound:", "\n", "\n  ", "\n    ", "- ", "actions:", "type: rate-limit", "type: deny", "config:",
-      "capacity: 5", "rate: 60s", "{", "}", "[", "]", ",", ": ", "&a ", "*a", "!!binary ", "!tag ", "<<: ", "? ",
-      "'", '"', "#", "---", "...", "|", ">", "expressions: [\"req.method == 'GET'\"]", "null", "~", "1e400", "0x1F",
+      "inbound:",
+      "outbound:",
+      "\n",
+      "\n  ",
+      "\n    ",
+      "- ",
+      "actions:",
+      "type: rate-limit",
+      "type: deny",
+      "config:",
+      "capacity: 5",
+      "rate: 60s",
+      "{",
+      "}",
+      "[",
+      "]",
+      ",",
+      ": ",
+      "&a ",
+      "*a",
+      "!!binary ",
+      "!tag ",
+      "<<: ",
+      "? ",
+      "'",
+      '"',
+      "#",
+      "---",
+      "...",
+      "|",
+      ">",
+      "expressions: [\"req.method == 'GET'\"]",
+      "null",
+      "~",
+      "1e400",
+      "0x1F",
     );
     fc.assert(
       fc.property(fc.array(token, { maxLength: 40 }), format, (tokens, format) => {
@@ -281,10 +315,13 @@ describe("the loader never throws", () => {
 
   it("on any value handed to compilePolicy directly", () => {
     fc.assert(
-      fc.property(fc.anything({ maxDepth: 4, withNullPrototype: true, withBigInt: true, withDate: true, withMap: true, withSet: true, withSparseArray: true }), (value) => {
-        const result = compilePolicy(value);
-        expect(typeof result.ok).toBe("boolean");
-      }),
+      fc.property(
+        fc.anything({ maxDepth: 4, withNullPrototype: true, withBigInt: true, withDate: true, withMap: true, withSet: true, withSparseArray: true }),
+        (value) => {
+          const result = compilePolicy(value);
+          expect(typeof result.ok).toBe("boolean");
+        },
+      ),
       { numRuns: 300 },
     );
   });

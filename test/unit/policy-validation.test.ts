@@ -24,7 +24,13 @@ function rateLimit(...config: string[]): string {
 
 /** One inbound action of `type`; its config lines start on line 5. */
 function action(type: string, ...config: string[]): string {
-  return lines("inbound:", "  - actions:", `      - type: ${type}`, ...(config.length > 0 ? ["        config:"] : []), ...config.map((line) => `          ${line}`));
+  return lines(
+    "inbound:",
+    "  - actions:",
+    `      - type: ${type}`,
+    ...(config.length > 0 ? ["        config:"] : []),
+    ...config.map((line) => `          ${line}`),
+  );
 }
 
 const at = (line: number, path: string, message: string) => `${FILE}:${line}: ${path}: ${message}`;
@@ -142,10 +148,10 @@ describe("rate-limit bucket_key", () => {
 
   it.each([
     ["req.path"],
-    ['"req.headers[\'X-Upper\']"'],
+    ["\"req.headers['X-Upper']\""],
     ['"req.headers[\\"x-api-key\\"]"'],
-    ['"getReqHeader(\'Bad Name\')"'],
-    ['"getReqHeader(\'\')"'],
+    ["\"getReqHeader('Bad Name')\""],
+    ["\"getReqHeader('')\""],
     ["conn.client_ip + req.host"],
     ['""'],
   ])("element %s is refused, at its own line", (element) => {
@@ -155,7 +161,9 @@ describe("rate-limit bucket_key", () => {
   });
 
   it("an element that is not a string is refused", () => {
-    expect(problems(rateLimit("capacity: 10", "rate: 60s", "bucket_key:", "  - 5"))).toEqual([at(9, `${CONFIG}.bucket_key[0]`, "must be a string, got number 5")]);
+    expect(problems(rateLimit("capacity: 10", "rate: 60s", "bucket_key:", "  - 5"))).toEqual([
+      at(9, `${CONFIG}.bucket_key[0]`, "must be a string, got number 5"),
+    ]);
   });
 
   it("a bucket_key that is not a list is refused with that reason alone", () => {
@@ -216,7 +224,15 @@ describe("rate-limit algorithm and keys", () => {
   });
 
   it("an outbound rate-limit is checked the same way, with its own path", () => {
-    const text = lines("inbound: []", "outbound:", "  - actions:", "      - type: deny", "  - actions:", "      - type: rate-limit", "        config: { capacity: 10, rate: 5m5s }");
+    const text = lines(
+      "inbound: []",
+      "outbound:",
+      "  - actions:",
+      "      - type: deny",
+      "  - actions:",
+      "      - type: rate-limit",
+      "        config: { capacity: 10, rate: 5m5s }",
+    );
     expect(problems(text)).toEqual([at(7, "outbound[1].actions[0].config.rate", "must be a multiple of 10s")]);
   });
 });
@@ -237,7 +253,9 @@ describe("action types", () => {
   });
 
   it("an unknown key of an action is refused", () => {
-    expect(problems(lines("inbound:", "  - actions:", "      - type: deny", "        when: always"))).toEqual([at(4, "inbound[0].actions[0].when", "unknown key")]);
+    expect(problems(lines("inbound:", "  - actions:", "      - type: deny", "        when: always"))).toEqual([
+      at(4, "inbound[0].actions[0].when", "unknown key"),
+    ]);
   });
 
   it("an action that is not a map is refused", () => {
@@ -332,7 +350,10 @@ describe("add-headers and remove-headers", () => {
   });
 
   it("add-headers without headers is refused", () => {
-    expect(problems(action("add-headers", "header: { x-a: 1 }"))).toEqual([at(4, `${CONFIG}.headers`, "is required"), at(5, `${CONFIG}.header`, "unknown key")]);
+    expect(problems(action("add-headers", "header: { x-a: 1 }"))).toEqual([
+      at(4, `${CONFIG}.headers`, "is required"),
+      at(5, `${CONFIG}.header`, "unknown key"),
+    ]);
   });
 
   it("remove-headers with no header is refused", () => {
@@ -340,7 +361,9 @@ describe("add-headers and remove-headers", () => {
   });
 
   it("remove-headers with a bad header name is refused", () => {
-    expect(problems(action("remove-headers", "headers:", "  - server", '  - "bad name"'))).toEqual([at(7, `${CONFIG}.headers[1]`, "is not a valid header name")]);
+    expect(problems(action("remove-headers", "headers:", "  - server", '  - "bad name"'))).toEqual([
+      at(7, `${CONFIG}.headers[1]`, "is not a valid header name"),
+    ]);
   });
 
   it("remove-headers with a single name instead of a list is refused", () => {
@@ -374,7 +397,9 @@ describe("document and entries", () => {
   });
 
   it("an entry name of 1024 characters is refused", () => {
-    expect(problems(lines("inbound:", `  - name: ${"e".repeat(1024)}`, "    actions: [{ type: deny }]"))).toEqual([at(2, "inbound[0].name", "must be shorter than 1024 characters")]);
+    expect(problems(lines("inbound:", `  - name: ${"e".repeat(1024)}`, "    actions: [{ type: deny }]"))).toEqual([
+      at(2, "inbound[0].name", "must be shorter than 1024 characters"),
+    ]);
   });
 
   it("an entry name that is not a string is refused", () => {
@@ -400,11 +425,15 @@ describe("document and entries", () => {
   });
 
   it("an expression that is not a string is refused", () => {
-    expect(problems(lines("inbound:", "  - expressions: [true]", "    actions: [{ type: deny }]"))).toEqual([at(2, "inbound[0].expressions[0]", "must be a string, got boolean true")]);
+    expect(problems(lines("inbound:", "  - expressions: [true]", "    actions: [{ type: deny }]"))).toEqual([
+      at(2, "inbound[0].expressions[0]", "must be a string, got boolean true"),
+    ]);
   });
 
   it("an empty expression is refused", () => {
-    expect(problems(lines("inbound:", "  - expressions:", '      - ""', "    actions: [{ type: deny }]"))).toEqual([at(3, "inbound[0].expressions[0]", "must not be empty")]);
+    expect(problems(lines("inbound:", "  - expressions:", '      - ""', "    actions: [{ type: deny }]"))).toEqual([
+      at(3, "inbound[0].expressions[0]", "must not be empty"),
+    ]);
   });
 
   it("an empty document and empty phases load", () => {
@@ -415,7 +444,14 @@ describe("document and entries", () => {
 
 describe("CEL expressions", () => {
   const entry = (phase: string, ...expressions: string[]) =>
-    lines(`${phase}:`, "  - name: gate", "    expressions:", ...expressions.map((expression) => `      - ${JSON.stringify(expression)}`), "    actions:", "      - type: deny");
+    lines(
+      `${phase}:`,
+      "  - name: gate",
+      "    expressions:",
+      ...expressions.map((expression) => `      - ${JSON.stringify(expression)}`),
+      "    actions:",
+      "      - type: deny",
+    );
 
   it.each([
     ["req.method ==", "invalid CEL: 1:12: found = but expecting end of input"],
@@ -503,7 +539,9 @@ describe("YAML and JSON files", () => {
 
   it("a JSON policy's problems name their line", () => {
     expect(problems(json('"61s"'), "policies/api.json")).toEqual(["policies/api.json:9: inbound[0].actions[0].config.rate: must be a multiple of 10s"]);
-    expect(problems(json("60"), "policies/api.json")).toEqual(["policies/api.json:9: inbound[0].actions[0].config.rate: must be a duration string such as 60s, 10m or 1h, got number 60"]);
+    expect(problems(json("60"), "policies/api.json")).toEqual([
+      "policies/api.json:9: inbound[0].actions[0].config.rate: must be a duration string such as 60s, 10m or 1h, got number 60",
+    ]);
   });
 
   it("a JSON syntax error names its line", () => {

@@ -19,7 +19,6 @@ import { lines, load, POLICY_FILE as FILE, problems } from "./support/policy-tex
 /** Aligned to the 1s sub-windows of a 60s window. */
 const T0 = 1_700_000_000_000;
 
-
 /** A shadow-able limit, and a later entry that acts on `limited`. */
 const limitThenMark = (enforce: boolean, capacity: number) =>
   lines(
@@ -116,9 +115,19 @@ describe("enforce: false (shadow mode)", () => {
   });
 
   it("enforce must be a boolean", () => {
-    expect(problems(lines("inbound:", "  - actions:", "      - type: rate-limit", "        config:", "          capacity: 1", "          rate: 60s", "          enforce: 'no'"))).toEqual([
-      `${FILE}:7: inbound[0].actions[0].config.enforce: must be a boolean, got string "no"`,
-    ]);
+    expect(
+      problems(
+        lines(
+          "inbound:",
+          "  - actions:",
+          "      - type: rate-limit",
+          "        config:",
+          "          capacity: 1",
+          "          rate: 60s",
+          "          enforce: 'no'",
+        ),
+      ),
+    ).toEqual([`${FILE}:7: inbound[0].actions[0].config.enforce: must be a boolean, got string "no"`]);
   });
 });
 
@@ -282,7 +291,9 @@ describe("RateLimit header fields", () => {
   it("a leased admission reports what the object had left plus what this isolate still holds", async () => {
     const clock = { now: T0 };
     const counter = new LeasingCounter(clock);
-    const policy = load(lines("inbound:", "  - actions:", "      - type: rate-limit", "        config: { name: busy, capacity: 1000, rate: 60s, ratelimit_headers: true }"));
+    const policy = load(
+      lines("inbound:", "  - actions:", "      - type: rate-limit", "        config: { name: busy, capacity: 1000, rate: 60s, ratelimit_headers: true }"),
+    );
     const steps: Array<{ remaining: number; askedObject: boolean }> = [];
     for (let i = 0; i < 60; i++) {
       clock.now += 50;
@@ -303,29 +314,80 @@ describe("RateLimit header fields", () => {
   });
 
   it("ratelimit_headers must be a boolean", () => {
-    expect(problems(lines("inbound:", "  - actions:", "      - type: rate-limit", "        config:", "          capacity: 1", "          rate: 60s", "          ratelimit_headers: 1"))).toEqual([
-      `${FILE}:7: inbound[0].actions[0].config.ratelimit_headers: must be a boolean, got number 1`,
-    ]);
+    expect(
+      problems(
+        lines(
+          "inbound:",
+          "  - actions:",
+          "      - type: rate-limit",
+          "        config:",
+          "          capacity: 1",
+          "          rate: 60s",
+          "          ratelimit_headers: 1",
+        ),
+      ),
+    ).toEqual([`${FILE}:7: inbound[0].actions[0].config.ratelimit_headers: must be a boolean, got number 1`]);
   });
 
   it("a name that an sf-string cannot carry is refused when the limit sends headers", () => {
-    expect(problems(lines("inbound:", "  - actions:", "      - type: rate-limit", "        config:", "          name: 'per-clïent'", "          capacity: 1", "          rate: 60s", "          ratelimit_headers: true"))).toEqual([
+    expect(
+      problems(
+        lines(
+          "inbound:",
+          "  - actions:",
+          "      - type: rate-limit",
+          "        config:",
+          "          name: 'per-clïent'",
+          "          capacity: 1",
+          "          rate: 60s",
+          "          ratelimit_headers: true",
+        ),
+      ),
+    ).toEqual([
       `${FILE}:5: inbound[0].actions[0].config.name: must be printable ASCII of at most 128 characters when ratelimit_headers is true (it names the policy in the RateLimit fields)`,
     ]);
   });
 
   it("a name of 129 characters is refused when the limit sends headers", () => {
-    expect(problems(lines("inbound:", "  - actions:", "      - type: rate-limit", "        config:", `          name: ${"n".repeat(129)}`, "          capacity: 1", "          rate: 60s", "          ratelimit_headers: true"))).toEqual([
+    expect(
+      problems(
+        lines(
+          "inbound:",
+          "  - actions:",
+          "      - type: rate-limit",
+          "        config:",
+          `          name: ${"n".repeat(129)}`,
+          "          capacity: 1",
+          "          rate: 60s",
+          "          ratelimit_headers: true",
+        ),
+      ),
+    ).toEqual([
       `${FILE}:5: inbound[0].actions[0].config.name: must be printable ASCII of at most 128 characters when ratelimit_headers is true (it names the policy in the RateLimit fields)`,
     ]);
   });
 
   it("the same name loads when the limit sends no headers", () => {
-    expect(problems(lines("inbound:", "  - actions:", "      - type: rate-limit", "        config:", "          name: 'per-clïent'", "          capacity: 1", "          rate: 60s"))).toEqual([]);
+    expect(
+      problems(
+        lines(
+          "inbound:",
+          "  - actions:",
+          "      - type: rate-limit",
+          "        config:",
+          "          name: 'per-clïent'",
+          "          capacity: 1",
+          "          rate: 60s",
+        ),
+      ),
+    ).toEqual([]);
   });
 
   it("a ninth limit with headers in one policy is refused", () => {
-    const limits = Array.from({ length: 9 }, (_, i) => [`      - type: rate-limit`, `        config: { name: l${i}, capacity: 1, rate: 60s, ratelimit_headers: true }`]).flat();
+    const limits = Array.from({ length: 9 }, (_, i) => [
+      `      - type: rate-limit`,
+      `        config: { name: l${i}, capacity: 1, rate: 60s, ratelimit_headers: true }`,
+    ]).flat();
     expect(problems(lines("inbound:", "  - actions:", ...limits))).toEqual([
       `${FILE}:20: inbound[0].actions[8].config.ratelimit_headers: exceeds the limit of 8 rate-limit actions with ratelimit_headers per policy`,
     ]);

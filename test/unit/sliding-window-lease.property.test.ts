@@ -35,12 +35,10 @@ function simulate(times: readonly number[], capacity: number, windowMs: number, 
   return { admitted, maxSubWindows };
 }
 
-const traces = fc
-  .array(fc.integer({ min: 0, max: 300 }), { minLength: 300, maxLength: 2000, size: "max" })
-  .map((gaps) => {
-    let t = 1_700_000_000_000;
-    return gaps.map((gap) => (t += gap));
-  });
+const traces = fc.array(fc.integer({ min: 0, max: 300 }), { minLength: 300, maxLength: 2000, size: "max" }).map((gaps) => {
+  let t = 1_700_000_000_000;
+  return gaps.map((gap) => (t += gap));
+});
 
 describe("leased admissions (take)", () => {
   it("never admit more than capacity in any window, however the leases are used", () => {

@@ -40,12 +40,7 @@ const windowMs = fc.oneof(
   fc.integer({ min: 6, max: 8_640 }).map((tens) => tens * 10_000),
 );
 
-const capacity = fc.oneof(
-  fc.constant(1),
-  fc.integer({ min: 2, max: 5 }),
-  fc.integer({ min: 6, max: 200 }),
-  fc.constant(2_000_000_000),
-);
+const capacity = fc.oneof(fc.constant(1), fc.integer({ min: 2, max: 5 }), fc.integer({ min: 6, max: 200 }), fc.constant(2_000_000_000));
 
 /**
  * A trace: groups of simultaneous requests (bursts) separated by gaps measured against the window,
@@ -61,22 +56,18 @@ const traceFor = (spec: WindowSpec) => {
     { weight: 1, arbitrary: fc.integer({ min: spec.windowMs - sub, max: 2 * spec.windowMs }) },
   );
   const burst = fc.oneof({ weight: 4, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.integer({ min: 2, max: 40 }) });
-  return fc
-    .tuple(fc.integer({ min: 0, max: 10_000_000 }), fc.array(fc.tuple(gap, burst), { minLength: 1, maxLength: 80 }))
-    .map(([offset, groups]) => {
-      const times: number[] = [];
-      let now = T0 + offset;
-      for (const [wait, size] of groups) {
-        now += wait;
-        for (let i = 0; i < size; i++) times.push(now);
-      }
-      return times;
-    });
+  return fc.tuple(fc.integer({ min: 0, max: 10_000_000 }), fc.array(fc.tuple(gap, burst), { minLength: 1, maxLength: 80 })).map(([offset, groups]) => {
+    const times: number[] = [];
+    let now = T0 + offset;
+    for (const [wait, size] of groups) {
+      now += wait;
+      for (let i = 0; i < size; i++) times.push(now);
+    }
+    return times;
+  });
 };
 
-const scenario = fc
-  .record({ capacity, windowMs })
-  .chain((spec) => traceFor(spec).map((times) => ({ spec, times })));
+const scenario = fc.record({ capacity, windowMs }).chain((spec) => traceFor(spec).map((times) => ({ spec, times })));
 
 function run(spec: WindowSpec, times: readonly number[]): Run {
   let state = emptyWindow;

@@ -104,7 +104,10 @@ describe("sub-windows", () => {
 
   it("requests inside one sub-window share one counter", () => {
     const spec = { capacity: 1_000, windowMs: 60_000 };
-    const { state } = replay(Array.from({ length: 1_000 }, (_, i) => T0 + (i % 1_000)), spec);
+    const { state } = replay(
+      Array.from({ length: 1_000 }, (_, i) => T0 + (i % 1_000)),
+      spec,
+    );
     expect(state.subWindows).toEqual([{ start: T0, end: T0 + 1_000, count: 1_000 }]);
   });
 

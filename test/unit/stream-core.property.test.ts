@@ -57,7 +57,13 @@ describe("stream core: a sender and a receiver over a channel that reorders", ()
               if (ack) toSender.push(ack);
             }
             if (ended && toReceiver.length === 0 && sink.ends() === 1) break;
-            if (toReceiver.length === 0 && toSender.length === 0 && sink.deliveredBytes() === delivered && pending.length > 0 && !sender.send.fits(pending[0])) {
+            if (
+              toReceiver.length === 0 &&
+              toSender.length === 0 &&
+              sink.deliveredBytes() === delivered &&
+              pending.length > 0 &&
+              !sender.send.fits(pending[0])
+            ) {
               throw new Error("stuck: the window never reopened");
             }
           }
@@ -70,19 +76,23 @@ describe("stream core: a sender and a receiver over a channel that reorders", ()
 
   it("any data frame past the window is a protocol error on the stream, whatever came before", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 4 * MAX_DATA_CHUNK }), fc.array(fc.integer({ min: 1, max: MAX_DATA_CHUNK }), { minLength: 1, maxLength: 20 }), (window, sizes) => {
-        const sink = receiver(window);
-        let inFlight = 0;
-        for (const [seq, size] of sizes.entries()) {
-          const verdict = sink.core.onFrame(data(seq, size));
-          inFlight += size;
-          if (inFlight > window) {
-            expect(verdict).toEqual({ code: "protocol_error", message: `data frame ${seq} goes past the flow-control window of ${window} bytes` });
-            return;
+      fc.property(
+        fc.integer({ min: 1, max: 4 * MAX_DATA_CHUNK }),
+        fc.array(fc.integer({ min: 1, max: MAX_DATA_CHUNK }), { minLength: 1, maxLength: 20 }),
+        (window, sizes) => {
+          const sink = receiver(window);
+          let inFlight = 0;
+          for (const [seq, size] of sizes.entries()) {
+            const verdict = sink.core.onFrame(data(seq, size));
+            inFlight += size;
+            if (inFlight > window) {
+              expect(verdict).toEqual({ code: "protocol_error", message: `data frame ${seq} goes past the flow-control window of ${window} bytes` });
+              return;
+            }
+            expect(verdict).toBeUndefined();
           }
-          expect(verdict).toBeUndefined();
-        }
-      }),
+        },
+      ),
     );
   });
 
@@ -116,7 +126,10 @@ describe("stream core: the rest of the state machine", () => {
     expect(pastEnd.core.onFrame(data(1, 1))).toEqual({ code: "protocol_error", message: "data frame 1 repeated or past the end" });
     const contradicted = receiver(1000);
     contradicted.core.onFrame(data(3, 1));
-    expect(contradicted.core.onFrame({ type: "end", stream: 1, count: 2 })).toEqual({ code: "protocol_error", message: "end after 2 data frames contradicts the frames sent" });
+    expect(contradicted.core.onFrame({ type: "end", stream: 1, count: 2 })).toEqual({
+      code: "protocol_error",
+      message: "end after 2 data frames contradicts the frames sent",
+    });
   });
 
   it("asks for no acknowledgement once the peer has ended (it sends nothing more)", () => {
@@ -138,7 +151,10 @@ describe("stream core: the rest of the state machine", () => {
     expect(core.send.available).toBe(0);
     expect(core.onFrame({ type: "window", stream: 5, increment: 10 })).toBeUndefined();
     expect(core.send.available).toBe(10);
-    expect(core.onFrame({ type: "window", stream: 5, increment: MAX_STREAM_WINDOW })).toEqual({ code: "protocol_error", message: `window increment of ${MAX_STREAM_WINDOW} grows the window past ${MAX_STREAM_WINDOW} bytes` });
+    expect(core.onFrame({ type: "window", stream: 5, increment: MAX_STREAM_WINDOW })).toEqual({
+      code: "protocol_error",
+      message: `window increment of ${MAX_STREAM_WINDOW} grows the window past ${MAX_STREAM_WINDOW} bytes`,
+    });
     expect(core.send.end()).toEqual({ type: "end", stream: 5, count: 2 });
     expect(core.reset({ code: "cancelled", message: "bye" })).toEqual({ type: "reset", stream: 5, code: "cancelled", message: "bye" });
   });

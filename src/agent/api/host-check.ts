@@ -25,7 +25,8 @@ export interface HostCheckOptions {
 
 export function hostCheck({ allowHosts = [], listenHost }: HostCheckOptions = {}): MiddlewareHandler {
   const allowed = new Set([...LOOPBACK, ...allowHosts.map(hostnameOf)]);
-  if (listenHost && /^[\d.]+$|:/.test(listenHost)) allowed.add(hostnameOf(listenHost.includes(":") && !listenHost.startsWith("[") ? `[${listenHost}]` : listenHost));
+  if (listenHost && /^[\d.]+$|:/.test(listenHost))
+    allowed.add(hostnameOf(listenHost.includes(":") && !listenHost.startsWith("[") ? `[${listenHost}]` : listenHost));
   return async function hostCheck(c, next) {
     const host = c.req.header("host");
     if (!host || !allowed.has(hostnameOf(host))) {

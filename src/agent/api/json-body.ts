@@ -8,7 +8,12 @@ const MAX_BODY_BYTES = 1024 * 1024;
 export async function readJsonBody(request: Request, code: number, message: string): Promise<unknown> {
   const type = request.headers.get("content-type") ?? "";
   if (!/^application\/json\s*(;|$)/i.test(type)) {
-    throw new AgentApiError(415, AgentErrorCode.unsupportedMediaType, "the body must be JSON (Content-Type: application/json)", `got Content-Type ${JSON.stringify(type)}`);
+    throw new AgentApiError(
+      415,
+      AgentErrorCode.unsupportedMediaType,
+      "the body must be JSON (Content-Type: application/json)",
+      `got Content-Type ${JSON.stringify(type)}`,
+    );
   }
   const text = await request.text();
   if (text.length > MAX_BODY_BYTES) throw new AgentApiError(413, code, message, `the body is larger than ${MAX_BODY_BYTES} bytes`);

@@ -40,27 +40,35 @@ const headerValues = z.union([headerValue, z.array(headerValue)], { error: "must
  * Header name → a value or a list of values, read as a list of pairs. Not z.record: it builds a plain
  * object, which drops a header named `__proto__`; every own key of the parsed JSON is a header here.
  */
-const headersSchema = z.custom<object>((value) => typeof value === "object" && value !== null && !Array.isArray(value), "must be a map of header names to a value or a list of values").transform((map, ctx) => {
-  const headers: Array<[string, string]> = [];
-  for (const [name, given] of Object.entries(map)) {
-    if (!TOKEN.test(name)) {
-      ctx.addIssue({ code: "custom", message: "header names are HTTP tokens", path: [name] });
-      continue;
+const headersSchema = z
+  .custom<object>(
+    (value) => typeof value === "object" && value !== null && !Array.isArray(value),
+    "must be a map of header names to a value or a list of values",
+  )
+  .transform((map, ctx) => {
+    const headers: Array<[string, string]> = [];
+    for (const [name, given] of Object.entries(map)) {
+      if (!TOKEN.test(name)) {
+        ctx.addIssue({ code: "custom", message: "header names are HTTP tokens", path: [name] });
+        continue;
+      }
+      const values = headerValues.safeParse(given);
+      if (!values.success) {
+        for (const issue of values.error.issues) ctx.addIssue({ code: "custom", message: issue.message, path: [name, ...issue.path] });
+        continue;
+      }
+      for (const value of Array.isArray(values.data) ? values.data : [values.data]) headers.push([name, value]);
     }
-    const values = headerValues.safeParse(given);
-    if (!values.success) {
-      for (const issue of values.error.issues) ctx.addIssue({ code: "custom", message: issue.message, path: [name, ...issue.path] });
-      continue;
-    }
-    for (const value of Array.isArray(values.data) ? values.data : [values.data]) headers.push([name, value]);
-  }
-  return headers;
-});
+    return headers;
+  });
 
 /** Replay with modifications: what replaces the captured request's parts. */
 const modificationSchema = z.strictObject({
   method: z.string().regex(TOKEN, "must be an HTTP method token").optional(),
-  uri: z.string().regex(/^\/[^\s]*$/, "must be a path (and query) starting with /, without spaces").optional(),
+  uri: z
+    .string()
+    .regex(/^\/[^\s]*$/, "must be a path (and query) starting with /, without spaces")
+    .optional(),
   headers: headersSchema.optional(),
   body: z.string().optional(),
   body_base64: z.base64("must be base64").optional(),
@@ -87,7 +95,12 @@ function parseLimit(value: string | undefined): number {
 
 /** The request a replay sends: the captured one, with any modifications, and a Content-Length that fits its body. */
 export function replayRequest(exchange: CapturedExchange, change: Modification = {}): LocalRequest {
-  const body = change.body_base64 !== undefined ? Buffer.from(change.body_base64, "base64") : change.body !== undefined ? Buffer.from(change.body, "utf8") : exchange.request.body.bytes();
+  const body =
+    change.body_base64 !== undefined
+      ? Buffer.from(change.body_base64, "base64")
+      : change.body !== undefined
+        ? Buffer.from(change.body, "utf8")
+        : exchange.request.body.bytes();
   const given = change.headers ?? exchange.request.headers.list();
   const hadLength = given.some(([name]) => /^(content-length|transfer-encoding)$/i.test(name));
   const headers = given.filter(([name]) => !/^(content-length|transfer-encoding)$/i.test(name));
@@ -144,7 +157,9 @@ export function requestRoutes(options: RequestRoutesOptions): (app: Hono) => voi
         const snapshot = capture.list({ limit: SNAPSHOT_LIMIT }).map(captureSummary);
         let stop!: () => void;
         const stopped = new Promise<void>((resolve) => (stop = resolve));
-        const unsubscribe = subscribeChanges(capture, (batch) => stream.writeSSE({ event: "changes", data: JSON.stringify(batch) }), { intervalMs: options.feedIntervalMs });
+        const unsubscribe = subscribeChanges(capture, (batch) => stream.writeSSE({ event: "changes", data: JSON.stringify(batch) }), {
+          intervalMs: options.feedIntervalMs,
+        });
         const keepAlive = setInterval(() => void stream.write(": keep-alive\n\n"), KEEP_ALIVE_MS);
         const done = () => {
           unsubscribe();

@@ -22,7 +22,13 @@ export async function startApiServer(app: Hono, webAddr: string): Promise<ApiSer
   const server = createAdaptorServer({ fetch: app.fetch });
   await new Promise<void>((resolve, reject) => {
     server.once("error", (error: NodeJS.ErrnoException) =>
-      reject(new Error(error.code === "EADDRINUSE" ? `web_addr ${webAddr} is in use (is another agent running?); set web_addr or --web-addr` : `cannot listen on web_addr ${webAddr}: ${error.message}`)),
+      reject(
+        new Error(
+          error.code === "EADDRINUSE"
+            ? `web_addr ${webAddr} is in use (is another agent running?); set web_addr or --web-addr`
+            : `cannot listen on web_addr ${webAddr}: ${error.message}`,
+        ),
+      ),
     );
     server.listen(port, host, () => resolve());
   });

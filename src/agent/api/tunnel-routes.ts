@@ -65,14 +65,20 @@ export function tunnelRoutes(tunnels: TunnelManager, session: Pick<EdgeSession, 
       const { name, ...definition } = parsed.tunnel satisfies NamedTunnelDefinition;
       const state = session.status.state;
       if (state === "connecting" || state === "reconnecting") {
-        throw new AgentApiError(503, AgentErrorCode.sessionNotReady, `the agent is not connected to the edge yet (${state}${session.status.lastError ? `: ${session.status.lastError}` : ""}); retry`, SESSION_NOT_READY);
+        throw new AgentApiError(
+          503,
+          AgentErrorCode.sessionNotReady,
+          `the agent is not connected to the edge yet (${state}${session.status.lastError ? `: ${session.status.lastError}` : ""}); retry`,
+          SESSION_NOT_READY,
+        );
       }
       try {
         const tunnel = await tunnels.start(name, definition);
         return c.json(tunnelView(tunnel), 201);
       } catch (error) {
         if (error instanceof DuplicateTunnelError) throw new AgentApiError(409, AgentErrorCode.duplicateTunnel, error.message);
-        if (error instanceof EdgeRefusal) throw new AgentApiError(502, AgentErrorCode.edgeRefused, `the edge did not start the tunnel: ${error.message}`, `${error.code}: ${error.message}`);
+        if (error instanceof EdgeRefusal)
+          throw new AgentApiError(502, AgentErrorCode.edgeRefused, `the edge did not start the tunnel: ${error.message}`, `${error.code}: ${error.message}`);
         throw error;
       }
     })

@@ -149,7 +149,13 @@ export class CaptureStore {
 
   private respond(exchange: CapturedExchange, head: ResponseHeadInfo): void {
     const status = statusText(head.status, head.statusText);
-    exchange.response = { statusCode: head.status, status, proto: protoOf(head.httpVersion), headers: HeaderBlock.of(head.headers), body: new BodyBuffer(this.bodyCapBytes) };
+    exchange.response = {
+      statusCode: head.status,
+      status,
+      proto: protoOf(head.httpVersion),
+      headers: HeaderBlock.of(head.headers),
+      body: new BodyBuffer(this.bodyCapBytes),
+    };
     this.emit({ type: "update", exchange });
     this.charge(exchange);
   }

@@ -51,7 +51,12 @@ export class CapturedExchange {
     readonly replayOf: string | undefined,
   ) {
     this.headBytes =
-      EXCHANGE_BYTES + stringBytes(tunnelName) + stringBytes(remoteAddr) + stringBytes(request.method) + stringBytes(request.target) + request.headers.retainedBytes;
+      EXCHANGE_BYTES +
+      stringBytes(tunnelName) +
+      stringBytes(remoteAddr) +
+      stringBytes(request.method) +
+      stringBytes(request.target) +
+      request.headers.retainedBytes;
   }
 
   /** What the exchange holds in memory now. */

@@ -21,7 +21,11 @@ export interface ChangeFeedOptions {
 }
 
 /** Calls `send` with batches until the returned function is called. */
-export function subscribeChanges(store: CaptureStore, send: (batch: ChangeBatch) => Promise<void> | void, { intervalMs = 100 }: ChangeFeedOptions = {}): () => void {
+export function subscribeChanges(
+  store: CaptureStore,
+  send: (batch: ChangeBatch) => Promise<void> | void,
+  { intervalMs = 100 }: ChangeFeedOptions = {},
+): () => void {
   let clear = false;
   const removed = new Set<string>();
   const upserts = new Map<string, CapturedExchange>();

@@ -34,7 +34,8 @@ function credentialFlag(values: FlagValues): { ok: true; value: string | undefin
   for (const flag of given) {
     if (!CREDENTIAL.test(values[flag]!)) return { ok: false, message: `--${flag}: must be 1 to 512 printable characters without spaces` };
   }
-  if (given.length === 2 && values["api-key"] !== values.authtoken) return { ok: false, message: "--api-key and --authtoken differ: both set the agent's one credential (the edge's API key); give one" };
+  if (given.length === 2 && values["api-key"] !== values.authtoken)
+    return { ok: false, message: "--api-key and --authtoken differ: both set the agent's one credential (the edge's API key); give one" };
   return { ok: true, value: values["api-key"] ?? values.authtoken };
 }
 

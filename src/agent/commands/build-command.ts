@@ -67,7 +67,12 @@ export async function buildCommand(argv: readonly string[], environment: Command
   return fail(unknownCommandMessage("command", first, rest, asNgrok ? COMMANDS : [...COMMANDS, "agent"], `${program} `));
 }
 
-function agentForm([sub, ...rest]: string[], values: FlagValues, environment: CommandEnvironment, fail: (message: string) => Command): Promise<Command> | Command {
+function agentForm(
+  [sub, ...rest]: string[],
+  values: FlagValues,
+  environment: CommandEnvironment,
+  fail: (message: string) => Command,
+): Promise<Command> | Command {
   if (values.none) return fail("--none belongs to start (ngrok's spelling); agent start takes names or --all");
   if (sub === "config") {
     if (rest[0] === "check" && rest.length === 1) return configCheckCommand(values, environment, "agent");

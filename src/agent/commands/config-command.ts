@@ -29,9 +29,16 @@ export async function configCheckCommand(values: FlagValues, { cwd, env }: Comma
 }
 
 /** `authtoken TOKEN` / `config add-authtoken TOKEN` / `config add-api-key KEY` (ngrok's words; one credential in Tollgate). */
-export function saveCredentialCommand(args: readonly string[], values: FlagValues, { cwd, env }: CommandEnvironment, spelled: string, field: "authtoken" | "api_key"): Command {
+export function saveCredentialCommand(
+  args: readonly string[],
+  values: FlagValues,
+  { cwd, env }: CommandEnvironment,
+  spelled: string,
+  field: "authtoken" | "api_key",
+): Command {
   if (args.length !== 1) return error(`${spelled} takes one ${field === "authtoken" ? "authtoken" : "API key"}, got ${args.length}`);
-  if (!CREDENTIAL.test(args[0])) return error(`${spelled}: the ${field === "authtoken" ? "authtoken" : "API key"} must be 1 to 512 printable characters without spaces`);
+  if (!CREDENTIAL.test(args[0]))
+    return error(`${spelled}: the ${field === "authtoken" ? "authtoken" : "API key"} must be 1 to 512 printable characters without spaces`);
   const named = configFilesOf(values, cwd);
   if (!named.ok) return error(named.message);
   if (named.files.length > 1) return error(`${spelled} writes one config file; got --config ${named.files.length} times`);

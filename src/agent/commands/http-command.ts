@@ -11,7 +11,13 @@ import { resolveSettings } from "./agent-settings.ts";
 import { error, issuesText, type Command, type CommandEnvironment, type FlagValues } from "./command.ts";
 import { outputPlan } from "./output.ts";
 
-export async function httpCommand(args: readonly string[], values: FlagValues, { cwd, env }: CommandEnvironment, style: "agent" | "ngrok", hint: string): Promise<Command> {
+export async function httpCommand(
+  args: readonly string[],
+  values: FlagValues,
+  { cwd, env }: CommandEnvironment,
+  style: "agent" | "ngrok",
+  hint: string,
+): Promise<Command> {
   const spelled = style === "agent" ? "agent http" : "http";
   if (args.length !== 1) return error(`${spelled} takes one address (a port, host:port or URL), got ${args.length}\n${hint}`);
   if (values.all) return error(`--all belongs to ${style === "agent" ? "agent start" : "start"}`);
@@ -45,7 +51,9 @@ export async function httpCommand(args: readonly string[], values: FlagValues, {
   const checked = tunnelDefinitionSchema.safeParse(definition);
   if (!checked.success) {
     const issues = fromZodIssues(checked.error.issues, definition, () => ({}));
-    return error(issues.map((issue) => `${issue.path.join(".") === "addr" ? `address '${args[0]}'` : `--${issue.path.join(".")}`}: ${issue.message}`).join("\n"));
+    return error(
+      issues.map((issue) => `${issue.path.join(".") === "addr" ? `address '${args[0]}'` : `--${issue.path.join(".")}`}: ${issue.message}`).join("\n"),
+    );
   }
   const name = values.name ?? "command_line";
   const nameOk = tunnelNameSchema.safeParse(name);

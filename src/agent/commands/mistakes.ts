@@ -71,8 +71,16 @@ export function unsupportedProtoMessage(proto: "tcp" | "tls", command: string, a
  * "unknown command 'htpt'", with the nearest command, or `http <addr>` for a bare port or URL; with no near
  * one, the list (`listed`, else "<what>s: <candidates>").
  */
-export function unknownCommandMessage(what: string, word: string, rest: readonly string[], candidates: readonly string[], spelled: string, listed = `${what}s: ${candidates.join(", ")}`): string {
-  if (candidates.includes("http") && /^(\d{1,5}|[\w.-]+:\d{1,5}|https?:\/\/\S+)$/.test(word)) return `unknown ${what} '${word}': did you mean '${spelled}http ${word}'?`;
+export function unknownCommandMessage(
+  what: string,
+  word: string,
+  rest: readonly string[],
+  candidates: readonly string[],
+  spelled: string,
+  listed = `${what}s: ${candidates.join(", ")}`,
+): string {
+  if (candidates.includes("http") && /^(\d{1,5}|[\w.-]+:\d{1,5}|https?:\/\/\S+)$/.test(word))
+    return `unknown ${what} '${word}': did you mean '${spelled}http ${word}'?`;
   const guess = closest(word, candidates);
   if (guess === undefined) return `unknown ${what} '${word}' (${listed})`;
   return `unknown ${what} '${word}': did you mean '${[`${spelled}${guess}`, ...rest].join(" ")}'?`;

@@ -10,7 +10,10 @@ export interface BackoffOptions {
 }
 
 /** Delay before reconnect attempt `attempt` (1 = the first retry). */
-export function backoffDelay(attempt: number, { initialMs = 500, maxMs = 30_000, factor = 2, jitter = 0.2, random = Math.random }: BackoffOptions = {}): number {
+export function backoffDelay(
+  attempt: number,
+  { initialMs = 500, maxMs = 30_000, factor = 2, jitter = 0.2, random = Math.random }: BackoffOptions = {},
+): number {
   const base = Math.min(maxMs, initialMs * factor ** Math.max(0, attempt - 1));
   return Math.round(base * (1 - jitter * random()));
 }

@@ -8,15 +8,7 @@
 
 import http from "node:http";
 import https from "node:https";
-import {
-  HOP_BY_HOP_HEADERS,
-  INITIAL_STREAM_WINDOW,
-  ResetCode,
-  sendableCloseCode,
-  type Frame,
-  type FrameOf,
-  type StreamFrame,
-} from "../../tunnels/protocol.ts";
+import { HOP_BY_HOP_HEADERS, INITIAL_STREAM_WINDOW, ResetCode, sendableCloseCode, type Frame, type FrameOf, type StreamFrame } from "../../tunnels/protocol.ts";
 import type { OrderedSink } from "../../tunnels/framing.ts";
 import { StreamCore } from "../../tunnels/stream-core.ts";
 import { combineObservers, type ExchangeInfo, type ExchangeObserver, type ExchangeTap } from "./exchange.ts";
@@ -260,7 +252,11 @@ export class LocalForwarder {
         failed: (error) => {
           if (stream.closed) return;
           const unreachable = error.code !== undefined && UNREACHABLE.has(error.code);
-          this.reset(stream, unreachable ? ResetCode.upstreamUnreachable : ResetCode.upstreamError, `could not open a WebSocket to ${origin}: ${error.message}`);
+          this.reset(
+            stream,
+            unreachable ? ResetCode.upstreamUnreachable : ResetCode.upstreamError,
+            `could not open a WebSocket to ${origin}: ${error.message}`,
+          );
         },
       },
       { handshakeTimeoutMs: this.connectTimeoutMs },

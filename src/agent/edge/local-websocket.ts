@@ -47,7 +47,11 @@ export function connectLocalWebSocket(
   let protocols: string[] | undefined;
   for (const [name, value] of headers) {
     const lower = name.toLowerCase();
-    if (lower === "sec-websocket-protocol") protocols = value.split(",").map((part) => part.trim()).filter(Boolean);
+    if (lower === "sec-websocket-protocol")
+      protocols = value
+        .split(",")
+        .map((part) => part.trim())
+        .filter(Boolean);
     if (HANDSHAKE_HEADERS.has(lower) || HOP_BY_HOP_HEADERS.has(lower)) continue;
     forwarded[lower] = forwarded[lower] === undefined ? value : `${forwarded[lower]}, ${value}`;
   }

@@ -22,7 +22,8 @@ export function parseAddr(addr: string | number): AddrResult {
   } catch {
     return { ok: false, message: `${JSON.stringify(text)} is not a port, host:port or URL` };
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") return { ok: false, message: `scheme ${url.protocol.slice(0, -1)} is not supported (http or https)` };
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    return { ok: false, message: `scheme ${url.protocol.slice(0, -1)} is not supported (http or https)` };
   if (url.username || url.password) return { ok: false, message: "must not contain credentials" };
   if (url.pathname !== "/" || url.search || url.hash) return { ok: false, message: "must not have a path, query or fragment" };
   if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(text) && !/:\d+$/.test(text)) return { ok: false, message: `${JSON.stringify(text)} needs a port (host:port)` };

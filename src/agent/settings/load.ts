@@ -28,7 +28,12 @@ export interface ParseOptions {
  * Validates a config value in Tollgate's shape (also used for flags-only runs, with `{}`). Reports every
  * problem at once: schema issues and those inside each tunnel's traffic policy.
  */
-export function parseAgentConfig(value: unknown, file?: string, lineOf?: ParseOptions["lineOf"], sourcePath: ParseOptions["sourcePath"] = (path) => [...path]): ConfigResult {
+export function parseAgentConfig(
+  value: unknown,
+  file?: string,
+  lineOf?: ParseOptions["lineOf"],
+  sourcePath: ParseOptions["sourcePath"] = (path) => [...path],
+): ConfigResult {
   const locate = (issue: PolicyIssue): PolicyIssue => {
     const path = sourcePath(issue.path);
     return { ...issue, file, path, line: lineOf?.(path) };
@@ -47,7 +52,10 @@ export function parseAgentConfig(value: unknown, file?: string, lineOf?: ParseOp
 }
 
 function sortIssues(issues: PolicyIssue[]): PolicyIssue[] {
-  return issues.map((issue, index) => ({ issue, index })).sort((a, b) => (a.issue.line ?? 0) - (b.issue.line ?? 0) || a.index - b.index).map(({ issue }) => issue);
+  return issues
+    .map((issue, index) => ({ issue, index }))
+    .sort((a, b) => (a.issue.line ?? 0) - (b.issue.line ?? 0) || a.index - b.index)
+    .map(({ issue }) => issue);
 }
 
 export interface ConfigFile {
@@ -68,7 +76,8 @@ export async function readConfigFile(file: string): Promise<ConfigFileResult> {
     const handle = await open(file, "r");
     try {
       const { size } = await handle.stat();
-      if (size > MAX_CONFIG_FILE_BYTES) return { ok: false, issues: [{ file, path: [], message: `the config file is larger than ${MAX_CONFIG_FILE_BYTES} bytes` }] };
+      if (size > MAX_CONFIG_FILE_BYTES)
+        return { ok: false, issues: [{ file, path: [], message: `the config file is larger than ${MAX_CONFIG_FILE_BYTES} bytes` }] };
       text = await handle.readFile("utf8");
     } finally {
       await handle.close();
@@ -114,7 +123,12 @@ export type DefinitionResult = { ok: true; tunnel: NamedTunnelDefinition } | { o
 export function parseTunnelDefinition(value: unknown): DefinitionResult {
   const parsed = namedTunnelDefinitionSchema.safeParse(value);
   if (!parsed.success) {
-    return { ok: false, message: fromZodIssues(parsed.error.issues, value, () => ({})).map(formatIssue).join("; ") };
+    return {
+      ok: false,
+      message: fromZodIssues(parsed.error.issues, value, () => ({}))
+        .map(formatIssue)
+        .join("; "),
+    };
   }
   if (parsed.data.traffic_policy !== undefined) {
     const compiled = compilePolicy(parsed.data.traffic_policy, { prefix: ["traffic_policy"] });

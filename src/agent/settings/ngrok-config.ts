@@ -92,10 +92,14 @@ function subdomainOf(value: unknown): { ok: true; label: string } | { ok: false;
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(value)?.[1]?.toLowerCase();
   if (scheme === "tcp" || scheme === "tls") return { ok: false, message: `${scheme}:// endpoints are not supported: ${WORKERS_HTTP_ONLY}` };
   if (scheme !== undefined && scheme !== "http" && scheme !== "https") return { ok: false, message: `scheme ${scheme} is not supported (http or https)` };
-  const host = value.replace(/^[a-z][a-z0-9+.-]*:\/\//i, "").replace(/[:/].*$/, "").toLowerCase();
+  const host = value
+    .replace(/^[a-z][a-z0-9+.-]*:\/\//i, "")
+    .replace(/[:/].*$/, "")
+    .toLowerCase();
   if (host.startsWith("*.")) return { ok: false, message: "wildcard host names are not supported: a tunnel asks for one label under the edge's tunnel domain" };
   const label = host.split(".")[0] ?? "";
-  if (!/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(label)) return { ok: false, message: `must start with a DNS label (a-z, 0-9, '-'), got ${JSON.stringify(value)}` };
+  if (!/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(label))
+    return { ok: false, message: `must start with a DNS label (a-z, 0-9, '-'), got ${JSON.stringify(value)}` };
   return { ok: true, label };
 }
 
@@ -205,7 +209,8 @@ function mapEndpoints(mapper: Mapper, endpoints: unknown, at: PathSegment[]): vo
         }
         for (const [upstreamKey, upstreamValue] of Object.entries(value)) {
           if (upstreamKey === "url") mapper.set(["tunnels", name, "addr"], upstreamValue, [...here, key, upstreamKey]);
-          else if (upstreamKey === "protocol" && upstreamValue !== "http1") mapper.refuse([...here, key, upstreamKey], "only http1 is supported: the agent speaks HTTP/1.1 to local services");
+          else if (upstreamKey === "protocol" && upstreamValue !== "http1")
+            mapper.refuse([...here, key, upstreamKey], "only http1 is supported: the agent speaks HTTP/1.1 to local services");
           else if (upstreamKey !== "protocol") mapper.refuse([...here, key, upstreamKey], "unknown key");
         }
       } else if (key === "bindings") {
@@ -224,7 +229,12 @@ export function translateConfig(value: unknown): Translation {
   const format = configFormat(value);
   const mapper = new Mapper();
   if (format === "tollgate" || !isMap(value)) {
-    return { format, value: isMap(value) ? value : value === null || value === undefined ? {} : (value as Record<string, unknown>), issues: [], sourcePath: (path) => [...path] };
+    return {
+      format,
+      value: isMap(value) ? value : value === null || value === undefined ? {} : (value as Record<string, unknown>),
+      issues: [],
+      sourcePath: (path) => [...path],
+    };
   }
   for (const [key, entry] of Object.entries(value)) {
     if (key === "version") continue;

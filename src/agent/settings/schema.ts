@@ -16,10 +16,12 @@ export const DEFAULT_INSPECT_DB_SIZE = 50 * 1024 * 1024;
 const TUNNEL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const LABEL_KEY = /^[A-Za-z0-9][A-Za-z0-9_.\-/]{0,62}$/;
 
-const addrSchema = z.union([z.number(), z.string()], { error: (issue) => (issue.input === undefined ? "is required" : "must be a port, host:port or URL") }).superRefine((value, ctx) => {
-  const parsed = parseAddr(value);
-  if (!parsed.ok) ctx.addIssue({ code: "custom", message: parsed.message });
-});
+const addrSchema = z
+  .union([z.number(), z.string()], { error: (issue) => (issue.input === undefined ? "is required" : "must be a port, host:port or URL") })
+  .superRefine((value, ctx) => {
+    const parsed = parseAddr(value);
+    if (!parsed.ok) ctx.addIssue({ code: "custom", message: parsed.message });
+  });
 
 /** `labels` as a map, or as ngrok's list of `key=value` strings. */
 const labelsSchema = z
@@ -69,17 +71,21 @@ export const namedTunnelDefinitionSchema = z.strictObject({ name: tunnelNameSche
 const webAddrSchema = z.union([z.literal(false), z.string()], { error: "must be host:port, or false to turn the agent API off" }).superRefine((value, ctx) => {
   if (value === false) return;
   const match = /^(\[[0-9a-fA-F:]+\]|[^:\s]+):(\d{1,5})$/.exec(value);
-  if (!match || Number(match[2]) > 65535) ctx.addIssue({ code: "custom", message: "must be host:port (e.g. 127.0.0.1:4040), or false to turn the agent API off" });
+  if (!match || Number(match[2]) > 65535)
+    ctx.addIssue({ code: "custom", message: "must be host:port (e.g. 127.0.0.1:4040), or false to turn the agent API off" });
 });
 
 /** Most tunnels one config (all files merged) may define. */
 export const MAX_TUNNELS = 100;
 
 /** `log`: stdout, stderr, false (no log) or a file path. */
-export const logDestinationSchema = z.union([z.literal(false), z.string({ error: "must be stdout, stderr, false or a file path" })], { error: "must be stdout, stderr, false or a file path" }).superRefine((value, ctx) => {
-  if (value === false) return;
-  if (value.length === 0 || value.length > 4096) ctx.addIssue({ code: "custom", message: "must be stdout, stderr, false or a file path of 1 to 4096 characters" });
-});
+export const logDestinationSchema = z
+  .union([z.literal(false), z.string({ error: "must be stdout, stderr, false or a file path" })], { error: "must be stdout, stderr, false or a file path" })
+  .superRefine((value, ctx) => {
+    if (value === false) return;
+    if (value.length === 0 || value.length > 4096)
+      ctx.addIssue({ code: "custom", message: "must be stdout, stderr, false or a file path of 1 to 4096 characters" });
+  });
 
 export const LOG_FORMATS = ["logfmt", "json", "term"] as const;
 export const LOG_LEVELS = ["debug", "info", "warn", "error", "crit"] as const;
@@ -88,7 +94,7 @@ export const LOG_LEVELS = ["debug", "info", "warn", "error", "crit"] as const;
 export const regionSchema = z.string({ error: "must be a string" }).regex(/^[a-z0-9-]{1,32}$/, "must be 1 to 32 of a-z, 0-9 and '-' (e.g. us, eu)");
 
 export const agentConfigSchema = z.strictObject({
-  version: z.union([z.literal(1), z.literal("1")], { error: 'must be 1 (Tollgate\'s format), or 2 or 3 (ngrok\'s)' }).optional(),
+  version: z.union([z.literal(1), z.literal("1")], { error: "must be 1 (Tollgate's format), or 2 or 3 (ngrok's)" }).optional(),
   server_addr: z
     .string({ error: "must be a URL" })
     .refine((value) => /^(https?|wss?):\/\/[^\s/]+\/?$/i.test(value), "must be the edge's URL, e.g. http://127.0.0.1:8787 or https://edge.example.com")

@@ -72,7 +72,8 @@ export function webAddrOf(apiUrl: string): string {
 
 /** Writes the agent's changes to `log` until the returned function is called. */
 export function logAgent(agent: Agent, log: AgentLog): () => void {
-  if (agent.apiUrl) log.write("info", "starting web service", { obj: "web", addr: webAddrOf(agent.apiUrl), allow_hosts: agent.config.web_allow_hosts.join(",") || undefined });
+  if (agent.apiUrl)
+    log.write("info", "starting web service", { obj: "web", addr: webAddrOf(agent.apiUrl), allow_hosts: agent.config.web_allow_hosts.join(",") || undefined });
 
   let lastState = "";
   let lastError: string | undefined;

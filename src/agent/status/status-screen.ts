@@ -68,7 +68,8 @@ function statusStyle(request: RecentRequest): Style {
 }
 
 function statusWords(request: RecentRequest, wide: boolean): string {
-  if (request.state === "failed" && request.statusCode === undefined) return wide ? `failed ${(request.errorCode ?? "").replace(/^upstream_/, "")}`.trim() : "failed";
+  if (request.state === "failed" && request.statusCode === undefined)
+    return wide ? `failed ${(request.errorCode ?? "").replace(/^upstream_/, "")}`.trim() : "failed";
   if (request.statusCode === undefined) return "…";
   return wide && request.statusText ? `${request.statusCode} ${request.statusText}` : String(request.statusCode);
 }
@@ -104,7 +105,13 @@ function requestLine(request: RecentRequest, width: number, pathWidth: number, t
   const statusWidth = wide ? 20 : 7;
   const time = clock(request.start, wide);
   const path = pathOf(request);
-  const parts: Span[] = [span(`${time} `, "dim"), span(`${cell(request.method, 7)} `), span(`${cell(path, pathWidth)} `), span(cell(statusWords(request, wide), statusWidth), statusStyle(request)), span(` ${cell(duration(request.durationNs), 8)}`)];
+  const parts: Span[] = [
+    span(`${time} `, "dim"),
+    span(`${cell(request.method, 7)} `),
+    span(`${cell(path, pathWidth)} `),
+    span(cell(statusWords(request, wide), statusWidth), statusStyle(request)),
+    span(` ${cell(duration(request.durationNs), 8)}`),
+  ];
   if (tunnelWidth) parts.push(span(` ${cell(request.tunnelName, tunnelWidth)}`, "dim"));
   return fit(parts, width);
 }
@@ -134,7 +141,10 @@ export function renderStatusLines(agent: StatusAgent, options: ScreenOptions = {
   if (tunnels.length === 0) row("Forwarding", [span("(no tunnels: POST /api/tunnels to start one)", "dim")]);
 
   const column = width >= 80 ? 8 : 7;
-  lines.push([], fit([span(cell("Connections", labelWidth)), span(["ttl", "opn", "rt1", "rt5", "p50", "p90"].map((h) => cell(h, column)).join(""), "dim")], width));
+  lines.push(
+    [],
+    fit([span(cell("Connections", labelWidth)), span(["ttl", "opn", "rt1", "rt5", "p50", "p90"].map((h) => cell(h, column)).join(""), "dim")], width),
+  );
   for (const tunnel of tunnels) {
     const { conns, http } = tunnel.metrics.snapshot();
     const seconds = (ns: number) => (ns / 1e9).toFixed(2);

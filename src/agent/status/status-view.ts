@@ -23,7 +23,11 @@ export interface StatusOptions {
 }
 
 /** Shows the live status screen on `stream` until the returned function is called (which restores the terminal). */
-export function showStatus(agent: Pick<Agent, "version" | "config" | "apiUrl" | "session" | "tunnels">, stream: StatusStream, { env = {} }: StatusOptions = {}): () => void {
+export function showStatus(
+  agent: Pick<Agent, "version" | "config" | "apiUrl" | "session" | "tunnels">,
+  stream: StatusStream,
+  { env = {} }: StatusOptions = {},
+): () => void {
   const recent = new RecentRequests();
   agent.tunnels.addTap(recent.tap);
   const colour = colourWanted(stream, env);

@@ -110,7 +110,10 @@ export class TunnelManager {
     const tunnel = new Tunnel(name, definition, () => this.taps);
     if (!whenOnline && this.options.session.status.state !== "online") {
       tunnel.metrics.close();
-      throw new EdgeRefusal("offline", `not connected to the edge (${this.options.session.status.state}): ${this.options.session.status.lastError ?? "connecting"}`);
+      throw new EdgeRefusal(
+        "offline",
+        `not connected to the edge (${this.options.session.status.state}): ${this.options.session.status.lastError ?? "connecting"}`,
+      );
     }
     this.tunnels.set(name, tunnel);
     this.changed(tunnel);

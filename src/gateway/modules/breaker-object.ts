@@ -31,7 +31,9 @@ export class CircuitBreaker extends DurableObject<Env> {
     if (before.status !== after.status) {
       if (after.status === "open" && before.status === "closed") {
         const window = view(before, now, spec);
-        console.log(`circuit breaker ${label}: tripped (${window.errors + (outcome.error ? 1 : 0)} errors in ${window.requests + 1} requests); open for ${spec.trippedMs / 1000}s`);
+        console.log(
+          `circuit breaker ${label}: tripped (${window.errors + (outcome.error ? 1 : 0)} errors in ${window.requests + 1} requests); open for ${spec.trippedMs / 1000}s`,
+        );
       } else if (after.status === "open") console.log(`circuit breaker ${label}: probe failed; open again for ${spec.trippedMs / 1000}s`);
       else console.log(`circuit breaker ${label}: probe succeeded; closed`);
     }

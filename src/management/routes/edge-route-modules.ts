@@ -76,7 +76,7 @@ for (const kind of MODULE_KINDS) {
       method: "put",
       path,
       summary: `Replace the ${title} module of a route`,
-      description: "The body is the module, or the module wrapped as `{\"module\": {…}}`. Omitted fields take their defaults.",
+      description: 'The body is the module, or the module wrapped as `{"module": {…}}`. Omitted fields take their defaults.',
       tags,
       request: {
         params: routeParams,

@@ -28,7 +28,9 @@ export const httpsEdgeRouteSchema = z
     match: z.string().openapi({ example: "/demo" }),
     uri: uriSchema("Absolute URL of the route."),
     circuit_breaker: circuitBreakerSchema.optional().openapi({ description: "The route's circuit breaker module; omitted when it has none." }),
-    websocket_tcp_converter: websocketTcpConverterSchema.optional().openapi({ description: "The route's websocket TCP converter module; omitted when it has none." }),
+    websocket_tcp_converter: websocketTcpConverterSchema
+      .optional()
+      .openapi({ description: "The route's websocket TCP converter module; omitted when it has none." }),
   })
   .openapi("HTTPSEdgeRoute", { description: "A route of an edge of policies/gateway.yaml. Modules it does not have are omitted." });
 

@@ -19,9 +19,9 @@ export const tunnelSessionSchema = z
     credential: refSchema.openapi({
       description: "The API key the agent authenticated with, by its public id (`cr_…`, derived from the key's configured hash; never the hash).",
     }),
-    ip: z.string().openapi({ description: "Address the agent connected from; `\"\"` when unknown." }),
-    metadata: z.string().openapi({ description: "The agent's configured metadata (at most 4096 characters); `\"\"` when none." }),
-    os: z.string().openapi({ description: "Operating system the agent named (at most 64 characters); `\"\"` when it did not say." }),
+    ip: z.string().openapi({ description: 'Address the agent connected from; `""` when unknown.' }),
+    metadata: z.string().openapi({ description: 'The agent\'s configured metadata (at most 4096 characters); `""` when none.' }),
+    os: z.string().openapi({ description: 'Operating system the agent named (at most 64 characters); `""` when it did not say.' }),
     region: z.string().openapi({ description: "Ingress instance the agent is connected to." }),
     started_at: timestampSchema,
     transport: z.string().openapi({ description: "Tunnel protocol of the session: `tollgate/v1` (the reference API says `ngrok/v2` or `ssh`)." }),

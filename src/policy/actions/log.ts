@@ -62,10 +62,9 @@ function clip(value: Scalar): Scalar {
   return typeof value === "string" && value.length > MAX_LOG_VALUE_CHARS ? value.slice(0, MAX_LOG_VALUE_CHARS) : value;
 }
 
-const metadataValue = z.union(
-  [z.string().max(MAX_LOG_VALUE_CHARS, `must be at most ${MAX_LOG_VALUE_CHARS} characters`), z.number(), z.boolean()],
-  { error: "must be a string, number or boolean" },
-);
+const metadataValue = z.union([z.string().max(MAX_LOG_VALUE_CHARS, `must be at most ${MAX_LOG_VALUE_CHARS} characters`), z.number(), z.boolean()], {
+  error: "must be a string, number or boolean",
+});
 
 export const logConfig = z.strictObject({
   metadata: z

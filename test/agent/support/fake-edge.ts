@@ -3,15 +3,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { WebSocketServer, type WebSocket } from "ws";
-import {
-  AGENT_SESSION_PATH,
-  decodeFrames,
-  encodeFrame,
-  HEARTBEAT_PING,
-  HEARTBEAT_PONG,
-  type Frame,
-  type FrameOf,
-} from "../../../src/tunnels/protocol.ts";
+import { AGENT_SESSION_PATH, decodeFrames, encodeFrame, HEARTBEAT_PING, HEARTBEAT_PONG, type Frame, type FrameOf } from "../../../src/tunnels/protocol.ts";
 import { DataSequence } from "../../../src/tunnels/framing.ts";
 
 export interface RelayedResponse {
@@ -124,7 +116,8 @@ export class FakeSession {
     for (;;) {
       const frame = await this.next(["data", "end", "reset"], ofStream, timeoutMs);
       if (frame.type === "end") break;
-      if (frame.type === "reset") return { status: first.status, headers: first.headers, body: Buffer.concat(chunks), reset: { code: frame.code, message: frame.message } };
+      if (frame.type === "reset")
+        return { status: first.status, headers: first.headers, body: Buffer.concat(chunks), reset: { code: frame.code, message: frame.message } };
       chunks.push(Buffer.from(frame.bytes));
       if (ackResponse) this.send({ type: "window", stream, increment: frame.bytes.byteLength });
     }
@@ -133,7 +126,9 @@ export class FakeSession {
 
   /** Response bytes received so far on a stream nobody acknowledges (for flow-control tests). */
   pendingData(stream: number): number {
-    return this.frames.filter((frame) => frame.type === "data" && frame.stream === stream).reduce((sum, frame) => sum + (frame as FrameOf<"data">).bytes.byteLength, 0);
+    return this.frames
+      .filter((frame) => frame.type === "data" && frame.stream === stream)
+      .reduce((sum, frame) => sum + (frame as FrameOf<"data">).bytes.byteLength, 0);
   }
 
   get lastStream(): number {
@@ -164,7 +159,9 @@ export class FakeEdge {
     server.on("upgrade", (request, socket, head) => {
       if (edge.refuse || !request.url?.startsWith(AGENT_SESSION_PATH)) {
         const body = JSON.stringify(edge.refuse?.body ?? { msg: "wrong path" });
-        socket.end(`HTTP/1.1 ${edge.refuse?.status ?? 404} Refused\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+        socket.end(
+          `HTTP/1.1 ${edge.refuse?.status ?? 404} Refused\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+        );
         return;
       }
       wss.handleUpgrade(request, socket, head, (ws) => {

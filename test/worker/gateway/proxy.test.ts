@@ -64,7 +64,6 @@ describe("origin upstream", () => {
     expect(response.headers.get("x-operation-id")).toBe(body.details.operation_id);
   });
 
-
   it("answers 504 when the origin does not answer within UPSTREAM_TIMEOUT_MS", async () => {
     const response = await send(routes, new Request("http://gw.test/app/delay/1500"), { UPSTREAM_TIMEOUT_MS: "100" });
     expect(response.status).toBe(504);

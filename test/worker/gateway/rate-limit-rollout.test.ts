@@ -36,7 +36,10 @@ function capturingDataset(): DataPointWriter & { points: Array<{ blobs: string[]
 
 /** The members of a RateLimit field: the policy name and its parameters (all Integers here). */
 function members(response: Response, field: string): Array<{ policy: string; [param: string]: number | string }> {
-  return parseList(response.headers.get(field) ?? "").map(([value, params]) => ({ ...(Object.fromEntries(params) as Record<string, number>), policy: String(value) }));
+  return parseList(response.headers.get(field) ?? "").map(([value, params]) => ({
+    ...(Object.fromEntries(params) as Record<string, number>),
+    policy: String(value),
+  }));
 }
 
 afterEach(() => {
@@ -260,4 +263,3 @@ inbound:
     expect(await outside.json()).toMatchObject({ error_code: "ERR_SVC_300" });
   });
 });
-

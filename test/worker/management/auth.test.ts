@@ -35,7 +35,11 @@ describe("TOLLGATE_API_KEYS", () => {
 
 describe("authenticateApiKey (also used for agent connections)", () => {
   it("a configured key answers its account", async () => {
-    expect(await authenticateApiKey(`Bearer ${DEV_KEY}`, env)).toEqual({ ok: true, accountId: "acct_dev", credentialId: await credentialIdOf(hexBytes(DEV_KEY_HASH)) });
+    expect(await authenticateApiKey(`Bearer ${DEV_KEY}`, env)).toEqual({
+      ok: true,
+      accountId: "acct_dev",
+      credentialId: await credentialIdOf(hexBytes(DEV_KEY_HASH)),
+    });
   });
 
   it("the scheme is accepted in any case; other whitespace than one space is refused", async () => {
@@ -63,7 +67,13 @@ describe("authenticateApiKey (also used for agent connections)", () => {
   });
 
   it("missing, malformed and unknown credentials are 401s with codes 200, 200 and 203", async () => {
-    for (const [header, code] of [[null, 200], ["", 200], ["Token abc", 200], [`Bearer ${DEV_KEY} extra`, 200], ["Bearer tgk_unknown", 203]] as const) {
+    for (const [header, code] of [
+      [null, 200],
+      ["", 200],
+      ["Token abc", 200],
+      [`Bearer ${DEV_KEY} extra`, 200],
+      ["Bearer tgk_unknown", 203],
+    ] as const) {
       const result = await authenticateApiKey(header, env);
       expect(result.ok).toBe(false);
       if (result.ok) continue;

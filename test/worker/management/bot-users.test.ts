@@ -107,7 +107,10 @@ describe("update", () => {
   it("an empty object changes nothing; the path id repeated in the body is tolerated", async () => {
     const created = await createBotUser("same");
     expect(await callJson<BotUser>("PATCH", `/bot_users/${created.id}`, 200, { json: {} })).toEqual(created);
-    expect(await callJson<BotUser>("PATCH", `/bot_users/${created.id}`, 200, { json: { id: created.id, active: false } })).toEqual({ ...created, active: false });
+    expect(await callJson<BotUser>("PATCH", `/bot_users/${created.id}`, 200, { json: { id: created.id, active: false } })).toEqual({
+      ...created,
+      active: false,
+    });
   });
 
   it("a different id in the body → 400 ERR_SVC_215 naming 'id'", async () => {

@@ -65,7 +65,14 @@ export async function expectError(response: Response, status: number, code: numb
 }
 
 /** `call` then {@link expectError}. */
-export async function callError(method: string, path: string, status: number, code: number, options: CallOptions = {}, msg?: RegExp | string): Promise<Envelope> {
+export async function callError(
+  method: string,
+  path: string,
+  status: number,
+  code: number,
+  options: CallOptions = {},
+  msg?: RegExp | string,
+): Promise<Envelope> {
   return expectError(await call(method, path, options), status, code, msg);
 }
 

@@ -163,7 +163,11 @@ describe("websocket TCP converter module", () => {
 });
 
 describe("edges and routes of policies/gateway.yaml", () => {
-  for (const [method, json] of [["GET", undefined], ["PUT", {}], ["DELETE", undefined]] as const) {
+  for (const [method, json] of [
+    ["GET", undefined],
+    ["PUT", {}],
+    ["DELETE", undefined],
+  ] as const) {
     it(`${method} on an unknown edge → 404 naming the edge; on an unknown route → 404 naming the route`, async () => {
       for (const path of [breakerPath("edghts_nope"), converterPath("edghts_nope")]) {
         const envelope = await callError(method, path, 404, 204, { json }, "'edghts_nope'");
@@ -184,7 +188,11 @@ describe("edges and routes of policies/gateway.yaml", () => {
 describe("cross-account isolation", () => {
   it("another account does not see the edges, so it cannot read, set or delete their modules", async () => {
     await callJson("PUT", breakerPath(), 200, { json: CUSTOM_BREAKER });
-    for (const [method, json] of [["GET", undefined], ["PUT", { num_buckets: 1 }], ["DELETE", undefined]] as const) {
+    for (const [method, json] of [
+      ["GET", undefined],
+      ["PUT", { num_buckets: 1 }],
+      ["DELETE", undefined],
+    ] as const) {
       await callError(method, breakerPath(), 404, 204, { key: "other", json }, /No HTTPS edge 'edghts_local'/);
     }
     expect(await callJson("GET", breakerPath(), 200)).toEqual(CUSTOM_BREAKER);

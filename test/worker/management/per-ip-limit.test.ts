@@ -38,9 +38,13 @@ describe("one client IP stays limited whatever credentials it sends", () => {
     expect(otherIp.status).toBe(401);
   });
 
-  it(`the agent endpoint admits at most ${AGENT_HANDSHAKES_PER_MINUTE} handshakes a minute from one IP, counted before the key is checked`, { timeout: 60_000 }, async () => {
+  it(`the agent endpoint admits at most ${AGENT_HANDSHAKES_PER_MINUTE} handshakes a minute from one IP, counted before the key is checked`, {
+    timeout: 60_000,
+  }, async () => {
     const make = (i: number) =>
-      new Request("http://127.0.0.1/__tollgate/agent", { headers: { "cf-connecting-ip": "203.0.113.203", upgrade: "websocket", authorization: `Bearer guess-${i}` } });
+      new Request("http://127.0.0.1/__tollgate/agent", {
+        headers: { "cf-connecting-ip": "203.0.113.203", upgrade: "websocket", authorization: `Bearer guess-${i}` },
+      });
     const answers = await statuses(2 * AGENT_HANDSHAKES_PER_MINUTE, make);
     expect(count(answers, 401) + count(answers, 429)).toBe(answers.length);
     expect(count(answers, 401)).toBeGreaterThan(0);

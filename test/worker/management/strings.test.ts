@@ -35,7 +35,11 @@ describe("unpaired surrogates in JSON strings", () => {
       const { method, path, request } = definition.route;
       const media = request?.body?.content["application/json"];
       const body = media !== undefined && "schema" in media ? media.schema : undefined;
-      const parts: Array<[string, unknown]> = [["body", body], ["query", request?.query], ["path", request?.params]];
+      const parts: Array<[string, unknown]> = [
+        ["body", body],
+        ["query", request?.query],
+        ["path", request?.params],
+      ];
       for (const [part, schema] of parts) {
         for (const [field, string] of stringsOf(schema)) {
           const result = string.safeParse("ok\ud800");

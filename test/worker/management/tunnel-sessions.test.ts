@@ -91,7 +91,7 @@ describe("tunnel sessions", () => {
     await callError("GET", `/tunnel_sessions/${sessionId}`, 404, 204, {}, `No online tunnel session '${sessionId}'`);
   });
 
-  it("metadata and os are \"\" when the agent did not send them; another key of the account has another credential id", async () => {
+  it('metadata and os are "" when the agent did not send them; another key of the account has another credential id', async () => {
     const { sessionId } = await connect("devSecond", "203.0.113.8", { agent_version: "0.0.1" });
     await vi.waitFor(async () => expect(await sessionIds()).toContain(sessionId), SETTLES);
     const session = await callJson<TunnelSession>("GET", `/tunnel_sessions/${sessionId}`, 200);
@@ -100,7 +100,7 @@ describe("tunnel sessions", () => {
     expect(session.credential.id).not.toBe(await credentialIdOfKey("dev"));
   });
 
-  it("a client address that does not read as an IP address is recorded as \"\"", async () => {
+  it('a client address that does not read as an IP address is recorded as ""', async () => {
     const { sessionId } = await connect("dev", `not-an-ip-${"x".repeat(60)}`, { agent_version: "1" });
     await vi.waitFor(async () => expect(await sessionIds()).toContain(sessionId), SETTLES);
     expect((await callJson<TunnelSession>("GET", `/tunnel_sessions/${sessionId}`, 200)).ip).toBe("");
@@ -118,7 +118,9 @@ describe("tunnel sessions", () => {
     const accountId = "acct_paging_sessions";
     const ids = Array.from({ length: 5 }, (_, i) => `ts_${String(i + 1).padStart(27, "0")}`);
     for (const id of ids) {
-      const record = tunnelSessionRecord({ sessionId: id, region: "local", clientIp: "198.51.100.1", credentialId: "cr_x" }, Date.now(), { agent_version: "1" });
+      const record = tunnelSessionRecord({ sessionId: id, region: "local", clientIp: "198.51.100.1", credentialId: "cr_x" }, Date.now(), {
+        agent_version: "1",
+      });
       await addTunnelSession(env, accountId, record, 60_000);
     }
     const page = await listTunnelSessions(env, accountId, ids[3], 2);

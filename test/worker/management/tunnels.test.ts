@@ -71,12 +71,18 @@ describe("tunnels", () => {
   });
 
   it("pages with limit and before_id/beforeId like every list", async () => {
-    online.set("acct_dev", [1, 2, 3, 4, 5].map((n) => record(n)));
+    online.set(
+      "acct_dev",
+      [1, 2, 3, 4, 5].map((n) => record(n)),
+    );
     const first = await callJson<TunnelList>("GET", "/tunnels?limit=2", 200);
     expect(first.tunnels.map((tunnel) => tunnel.id)).toEqual([tunnelId(5), tunnelId(4)]);
     expect(first.next_page_uri).toBe(`${ORIGIN}/tunnels?before_id=${tunnelId(4)}&limit=2`);
     // The tunnel at the cursor goes offline between pages: the next page is unaffected.
-    online.set("acct_dev", [1, 2, 3, 5].map((n) => record(n)));
+    online.set(
+      "acct_dev",
+      [1, 2, 3, 5].map((n) => record(n)),
+    );
     const second = await callJson<TunnelList>("GET", first.next_page_uri!, 200);
     expect(second.tunnels.map((tunnel) => tunnel.id)).toEqual([tunnelId(3), tunnelId(2)]);
     const last = await callJson<TunnelList>("GET", `/tunnels?beforeId=${tunnelId(2)}&limit=2`, 200);

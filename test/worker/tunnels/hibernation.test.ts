@@ -57,34 +57,30 @@ async function openPublicSocket(agent: FakeAgent, publicUrl: string, path: strin
 }
 
 describe("public WebSockets across hibernation", () => {
-  it(
-    "a client connecting after the session object hibernated never shares a stream with an earlier client",
-    async () => {
-      const { agent, welcome } = await connectAgent();
-      agents.push(agent);
-      const tunnel = await agent.startOk();
-      const first = await openPublicSocket(agent, tunnel.public_url!, "/first");
-      await markInstance(welcome.session_id);
+  it("a client connecting after the session object hibernated never shares a stream with an earlier client", async () => {
+    const { agent, welcome } = await connectAgent();
+    agents.push(agent);
+    const tunnel = await agent.startOk();
+    const first = await openPublicSocket(agent, tunnel.public_url!, "/first");
+    await markInstance(welcome.session_id);
 
-      await hibernate(agent, welcome.session_id);
+    await hibernate(agent, welcome.session_id);
 
-      const second = await openPublicSocket(agent, tunnel.public_url!, "/second");
-      expect(second.stream).not.toBe(first.stream);
+    const second = await openPublicSocket(agent, tunnel.public_url!, "/second");
+    expect(second.stream).not.toBe(first.stream);
 
-      // Each client's messages reach the agent on its own stream, and the agent's answers reach only their client.
-      first.ws.send("from the first client");
-      const fromFirst = await agent.next("ws_message");
-      expect(new TextDecoder().decode(fromFirst.bytes)).toBe("from the first client");
-      expect(fromFirst.stream).toBe(first.stream);
-      second.ws.send("from the second client");
-      const fromSecond = await agent.next("ws_message");
-      expect(new TextDecoder().decode(fromSecond.bytes)).toBe("from the second client");
-      expect(fromSecond.stream).toBe(second.stream);
+    // Each client's messages reach the agent on its own stream, and the agent's answers reach only their client.
+    first.ws.send("from the first client");
+    const fromFirst = await agent.next("ws_message");
+    expect(new TextDecoder().decode(fromFirst.bytes)).toBe("from the first client");
+    expect(fromFirst.stream).toBe(first.stream);
+    second.ws.send("from the second client");
+    const fromSecond = await agent.next("ws_message");
+    expect(new TextDecoder().decode(fromSecond.bytes)).toBe("from the second client");
+    expect(fromSecond.stream).toBe(second.stream);
 
-      agent.send({ type: "ws_message", stream: second.stream, binary: false, bytes: new TextEncoder().encode("for the second client") });
-      agent.send({ type: "ws_message", stream: first.stream, binary: false, bytes: new TextEncoder().encode("for the first client") });
-      await expect.poll(() => [first.received, second.received]).toEqual([["for the first client"], ["for the second client"]]);
-    },
-    120_000,
-  );
+    agent.send({ type: "ws_message", stream: second.stream, binary: false, bytes: new TextEncoder().encode("for the second client") });
+    agent.send({ type: "ws_message", stream: first.stream, binary: false, bytes: new TextEncoder().encode("for the first client") });
+    await expect.poll(() => [first.received, second.received]).toEqual([["for the first client"], ["for the second client"]]);
+  }, 120_000);
 });

@@ -22,8 +22,9 @@ const hostStub = (label: string) => env.TUNNEL_HOST.get(env.TUNNEL_HOST.idFromNa
 
 /** Host names an account holds now (online, or in their grace period), as its registry counts them. */
 function heldHosts(accountId: string): Promise<number> {
-  return runInDurableObject(env.TUNNEL_REGISTRY.get(env.TUNNEL_REGISTRY.idFromName(accountId)), (_instance, state) =>
-    state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM held_hosts WHERE held_until > ?", Date.now()).one().n,
+  return runInDurableObject(
+    env.TUNNEL_REGISTRY.get(env.TUNNEL_REGISTRY.idFromName(accountId)),
+    (_instance, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM held_hosts WHERE held_until > ?", Date.now()).one().n,
   );
 }
 
@@ -74,7 +75,9 @@ describe("host names belong to their account", () => {
     }
   });
 
-  it(`an account holds at most ${MAX_HOSTS_PER_ACCOUNT} host names; a stopped tunnel's name still counts during its grace period`, { timeout: 60_000 }, async () => {
+  it(`an account holds at most ${MAX_HOSTS_PER_ACCOUNT} host names; a stopped tunnel's name still counts during its grace period`, {
+    timeout: 60_000,
+  }, async () => {
     const agent = await agentOf("other");
     const started = [];
     for (let i = await heldHosts("acct_other"); i < MAX_HOSTS_PER_ACCOUNT; i++) started.push(await agent.startOk({ name: `t${i}` }));

@@ -100,7 +100,11 @@ describe("starting tunnels", () => {
   it("refuses an invalid traffic policy with the validation message naming the path", async () => {
     const { agent } = await agentSession();
     const answer = await agent.start({
-      traffic_policy: { inbound: [{ actions: [{ type: "rate-limit", config: { name: "x", algorithm: "sliding_window", capacity: 1, rate: "7s", bucket_key: ["conn.client_ip"] } }] }] },
+      traffic_policy: {
+        inbound: [
+          { actions: [{ type: "rate-limit", config: { name: "x", algorithm: "sliding_window", capacity: 1, rate: "7s", bucket_key: ["conn.client_ip"] } }] },
+        ],
+      },
     });
     expect(answer.type).toBe("tunnel_failed");
     expect((answer as FrameOf<"tunnel_failed">).message).toMatch(/^traffic_policy\.inbound\[0\]\.actions\[0\]\.config\.rate: /);
@@ -246,9 +250,14 @@ describe("relaying public requests", () => {
     agent.send({ type: "response_head", stream: head.stream, status: 200, headers: [] });
     const chunk = new Uint8Array(64 * 1024);
     // all in one message, so no acknowledgement can come in between
-    agent.sendBatch(Array.from({ length: INITIAL_STREAM_WINDOW / chunk.byteLength + 1 }, (_, seq) => ({ type: "data" as const, stream: head.stream, seq, bytes: chunk })));
+    agent.sendBatch(
+      Array.from({ length: INITIAL_STREAM_WINDOW / chunk.byteLength + 1 }, (_, seq) => ({ type: "data" as const, stream: head.stream, seq, bytes: chunk })),
+    );
     const reset = await agent.next("reset", (frame) => frame.stream === head.stream);
-    expect(reset).toMatchObject({ code: "protocol_error", message: `the agent broke the protocol: data frame 8 goes past the flow-control window of ${INITIAL_STREAM_WINDOW} bytes` });
+    expect(reset).toMatchObject({
+      code: "protocol_error",
+      message: `the agent broke the protocol: data frame 8 goes past the flow-control window of ${INITIAL_STREAM_WINDOW} bytes`,
+    });
     await expect((await pending).arrayBuffer()).rejects.toThrow();
   });
 
@@ -348,7 +357,9 @@ describe("going offline", () => {
     const response = await pending;
     expect(response.status).toBe(502);
     expect(((await response.json()) as { error_code: string }).error_code).toBe("ERR_SVC_3004");
-    await expect.poll(async () => [await getOnlineTunnel(env, "acct_dev", one.id), await getOnlineTunnel(env, "acct_dev", two.id)], SETTLES).toEqual([undefined, undefined]);
+    await expect
+      .poll(async () => [await getOnlineTunnel(env, "acct_dev", one.id), await getOnlineTunnel(env, "acct_dev", two.id)], SETTLES)
+      .toEqual([undefined, undefined]);
     expect((await publicFetch(two.public_url!)).status).toBe(404);
   });
 

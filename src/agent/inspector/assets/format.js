@@ -185,9 +185,15 @@ export function clockTime(rfc3339) {
 }
 
 const FAILURES = {
-  upstream_unreachable: ["The local service could not be reached", "Nothing accepted the connection at the tunnel's address. Is the service running? The public client got a 502 from the edge."],
+  upstream_unreachable: [
+    "The local service could not be reached",
+    "Nothing accepted the connection at the tunnel's address. Is the service running? The public client got a 502 from the edge.",
+  ],
   upstream_timeout: ["The local service did not answer in time", "The public client got a 502 from the edge."],
-  upstream_error: ["The local service broke the exchange", "It closed the connection or sent a response that is not HTTP. The public client got a 502 from the edge."],
+  upstream_error: [
+    "The local service broke the exchange",
+    "It closed the connection or sent a response that is not HTTP. The public client got a 502 from the edge.",
+  ],
   cancelled: ["The public client went away", "It closed the connection before the response was complete."],
 };
 

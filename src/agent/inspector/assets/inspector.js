@@ -3,9 +3,26 @@
 // tunnels' status. Captured data is shown with textContent only: it comes from the public internet.
 
 import {
-  apiErrorMessage, base64Bytes, clockTime, failureText, formatBytes, formatDuration, headerLines, headerValue, hexDump,
-  jsonTokens, looksLikeText, matchesFilter, parseHeaderLines, prettyJson, rawText, replayField, splitMessage,
-  statusClass, statusLabel, utf8,
+  apiErrorMessage,
+  base64Bytes,
+  clockTime,
+  failureText,
+  formatBytes,
+  formatDuration,
+  headerLines,
+  headerValue,
+  hexDump,
+  jsonTokens,
+  looksLikeText,
+  matchesFilter,
+  parseHeaderLines,
+  prettyJson,
+  rawText,
+  replayField,
+  splitMessage,
+  statusClass,
+  statusLabel,
+  utf8,
 } from "./format.js";
 
 const API = "/api/requests/http";
@@ -163,7 +180,12 @@ $("request-list").addEventListener("keydown", (event) => {
   }
 });
 
-const FILTERS = [["filter-path", "path"], ["filter-method", "method"], ["filter-tunnel", "tunnel"], ["filter-status", "status"]];
+const FILTERS = [
+  ["filter-path", "path"],
+  ["filter-method", "method"],
+  ["filter-tunnel", "tunnel"],
+  ["filter-status", "status"],
+];
 for (const [id, key] of FILTERS) {
   $(id).addEventListener("input", () => {
     state.filter[key] = $(id).value;
@@ -239,9 +261,18 @@ async function poll() {
 
 function summaryOf(view) {
   return {
-    id: view.id, tunnel_name: view.tunnel_name, remote_addr: view.remote_addr, start: view.start, duration: view.duration,
-    method: view.request.method, uri: view.request.uri, status_code: view.response?.status_code ?? null, status: view.response?.status ?? null,
-    state: view.state, error: view.error?.message ?? null, replay_of: view.replay_of,
+    id: view.id,
+    tunnel_name: view.tunnel_name,
+    remote_addr: view.remote_addr,
+    start: view.start,
+    duration: view.duration,
+    method: view.request.method,
+    uri: view.request.uri,
+    status_code: view.response?.status_code ?? null,
+    status: view.response?.status ?? null,
+    state: view.state,
+    error: view.error?.message ?? null,
+    replay_of: view.replay_of,
   };
 }
 
@@ -313,7 +344,9 @@ function renderPart() {
   $("part-missing").hidden = Boolean(part);
   if (!part) {
     const failed = detail.state === "failed";
-    const why = failed ? failureText(detail.error) : { title: "Waiting for the response…", detail: "", text: "The local service has not answered yet; this updates when it does." };
+    const why = failed
+      ? failureText(detail.error)
+      : { title: "Waiting for the response…", detail: "", text: "The local service has not answered yet; this updates when it does." };
     $("part-line").textContent = failed ? "no response" : "";
     $("part-missing").className = `missing${failed ? "" : " waiting"}`;
     $("missing-title").textContent = why.title;
@@ -404,7 +437,10 @@ $("replay-modify").addEventListener("click", async () => {
   $("modify-uri").value = detail.request.uri;
   $("modify-headers").value = headerLines(detail.request.headers);
   $("modify-body").value = utf8(body);
-  const names = await api("/api/tunnels").then(({ tunnels }) => tunnels.map((tunnel) => tunnel.name), () => [detail.tunnel_name]);
+  const names = await api("/api/tunnels").then(
+    ({ tunnels }) => tunnels.map((tunnel) => tunnel.name),
+    () => [detail.tunnel_name],
+  );
   if (!names.includes(detail.tunnel_name)) names.unshift(detail.tunnel_name);
   $("modify-tunnel").replaceChildren(...names.map((name) => el("option", { value: name, text: name, selected: name === detail.tunnel_name })));
   modifyError("");
