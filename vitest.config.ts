@@ -14,7 +14,7 @@ const processGroups = "test/support/process-groups-setup.ts";
 export default defineConfig({
   test: {
     // vitest's default on 2 cores is 1 worker, which runs every file in series; the e2e and browser files
-    // mostly wait on wrangler dev and the network, so 3 files at a time fit 2 cores (npm test: ~110 s vs ~200 s).
+    // mostly wait on wrangler dev and the network, so 3 files at a time fit 2 cores (npm test took 111 s here).
     maxWorkers: 3,
     projects: [
       {
