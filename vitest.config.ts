@@ -21,6 +21,7 @@ export default defineConfig({
         test: {
           name: "unit",
           environment: "node",
+          testTimeout: 30_000,
           include: ["test/unit/**/*.test.ts"],
         },
       },
@@ -28,6 +29,7 @@ export default defineConfig({
         test: {
           name: "agent",
           environment: "node",
+          testTimeout: 30_000,
           include: ["test/agent/**/*.test.ts"],
         },
       },
@@ -66,6 +68,8 @@ export default defineConfig({
         test: {
           name: "worker",
           include: ["test/worker/**/*.test.ts"],
+          // A ceiling, not a speed requirement: heavy tests (10,000 bot users) need more than 5 s on a busy machine.
+          testTimeout: 30_000,
           globalSetup: ["test/support/upstream-setup.ts"],
         },
       },

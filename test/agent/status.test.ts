@@ -280,10 +280,13 @@ describe("the status screen of a running agent, on a terminal", () => {
       await vi.waitFor(() => expect(edge.started.size).toBeGreaterThanOrEqual(3), SETTLES);
       // A relay sent while the session is still settling can be refused; send the traffic again until the
       // screen shows it (the list keeps the newest, so repeats do not hide anything).
-      await vi.waitFor(async () => {
-        await traffic(sessions);
-        until(terminal.screen());
-      }, { ...SETTLES, interval: 250 });
+      await vi.waitFor(
+        async () => {
+          await traffic(sessions);
+          until(terminal.screen());
+        },
+        { ...SETTLES, interval: 250 },
+      );
     } finally {
       controller.abort();
     }
