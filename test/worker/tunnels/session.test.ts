@@ -264,7 +264,7 @@ describe("relaying public requests", () => {
       (body) => body.byteLength,
       () => "errored",
     );
-    expect(received === "errored" || received <= INITIAL_STREAM_WINDOW).toBe(true);
+    expect(typeof received === "string" || received <= INITIAL_STREAM_WINDOW).toBe(true);
   });
 
   it("applies the tunnel's traffic policy: a rate limit answers 429 with retry-after", async () => {
