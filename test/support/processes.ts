@@ -117,9 +117,13 @@ function forget(pgid: number): void {
   if (records) rmSync(join(records, String(pgid)), { force: true });
 }
 
+const POLL_MS = 50;
+
+/** Polls `done` every POLL_MS for at most about `timeoutMs` (a grace period before the next, harsher step). */
 async function until(done: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!done() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  for (let polls = Math.ceil(timeoutMs / POLL_MS); polls > 0 && !done(); polls--) {
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  }
 }
 
 let netInstalled = false;
