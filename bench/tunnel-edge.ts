@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bundleWorker } from "./bundle.ts";
+import { childProcesses } from "./process-cpu.ts";
 import { hostWorker } from "./workerd.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
@@ -20,10 +21,17 @@ export const DIRECT_HOST = "direct.bench";
 
 export interface BenchEdge {
   readonly url: string;
+  /** The workerd process serving the edge (Linux), for its CPU time and memory; undefined when unknown. */
+  readonly pid: number | undefined;
   close(): Promise<void>;
 }
 
-export async function startBenchEdge(origin: string): Promise<BenchEdge> {
+export interface BenchEdgeOptions {
+  /** Opens workerd's inspector on this port (profiling only: an inspector costs throughput). */
+  readonly inspectorPort?: number;
+}
+
+export async function startBenchEdge(origin: string, options: BenchEdgeOptions = {}): Promise<BenchEdge> {
   const dir = mkdtempSync(join(tmpdir(), "tollgate-tunnel-bench-"));
   const gateway = [
     "edges:",
@@ -40,15 +48,19 @@ export async function startBenchEdge(origin: string): Promise<BenchEdge> {
     outdir: dir,
     policyFiles: { "policies/gateway.yaml": gateway.join("\n") },
   });
+  const before = new Set(childProcesses("workerd"));
   const host = await hostWorker({
     name: "tollgate-bench",
     wranglerConfig: join(ROOT, "wrangler.toml"),
     script,
     vars: { TOLLGATE_API_KEYS: `acct_dev:${createHash("sha256").update(DEV_KEY).digest("hex")}`, TUNNEL_DOMAIN: "localhost" },
     persistDir: join(dir, "state"),
+    ...(options.inspectorPort === undefined ? {} : { inspectorPort: options.inspectorPort }),
   });
+  const started = childProcesses("workerd").filter((pid) => !before.has(pid));
   return {
     url: host.url,
+    pid: started.length === 1 ? started[0] : undefined,
     close: async () => {
       await host.close();
       rmSync(dir, { recursive: true, force: true });
