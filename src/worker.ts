@@ -1,7 +1,7 @@
 /** Worker entry: the fetch handler and the exported Durable Object classes. */
 
-import { Hono } from "hono";
 import type { Env } from "./env.ts";
+import { ErrorCode, ServiceError } from "./errors.ts";
 import { loadedGateway } from "./gateway/loaded-config.ts";
 import { BreakerMemory } from "./gateway/modules/breaker-memory.ts";
 import { RouteModulesCache } from "./gateway/modules/route-modules.ts";
@@ -17,8 +17,6 @@ export { RateLimiter } from "./limiter/limiter-object.ts";
 export { CircuitBreaker } from "./gateway/modules/breaker-object.ts";
 export { AccountStore } from "./management/account-store.ts";
 export { TunnelHost, TunnelRegistry, TunnelSession } from "./tunnels/index.ts";
-
-const app = new Hono<{ Bindings: Env }>();
 
 /** This isolate's memories, shared by its requests (workerd runs one module instance per isolate). */
 const isolate: IsolateState = {
@@ -56,24 +54,41 @@ export const upstreamHandlers: UpstreamHandlers = {
   routeModules: (env, route) => getRouteModules(env, route.edgeId, route.id),
 };
 
-// Isolate counters for the benchmark (rate-limiter object calls vs. rejections answered from memory).
-app.get("/__tollgate/stats", (c, next) => (c.env.TOLLGATE_DEBUG_STATS === "1" ? c.json(isolate.buckets.stats) : next()));
+/** TUNNEL_DOMAIN as configured, and normalized: normalized once per value, not per request. */
+let tunnelDomain = { configured: "\u0000", normalized: "" };
+function tunnelDomainOf(env: Env): string {
+  if (env.TUNNEL_DOMAIN !== tunnelDomain.configured) tunnelDomain = { configured: env.TUNNEL_DOMAIN, normalized: normalizeDomain(env.TUNNEL_DOMAIN) };
+  return tunnelDomain.normalized;
+}
 
-// A gateway whose policies do not load serves nothing, tunnels included: a config with an edge host under
-// TUNNEL_DOMAIN must not let that host be claimed as a tunnel while the operator fixes it.
-app.use("*", async (c, next) => {
-  const loaded = loadedGateway(normalizeDomain(c.env.TUNNEL_DOMAIN));
+/**
+ * Every request: the benchmark's counters, then tunnel traffic, then the gateway's routes. A plain handler,
+ * not a router: a flood of rejected requests runs this for each one, and the URL is parsed once.
+ */
+async function serve(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
+  const url = new URL(request.url);
+  // Isolate counters for the benchmark (rate-limiter object calls vs. rejections answered from memory).
+  if (url.pathname === "/__tollgate/stats" && env.TOLLGATE_DEBUG_STATS === "1" && request.method === "GET") return Response.json(isolate.buckets.stats);
+
+  // A gateway whose policies do not load serves nothing, tunnels included: a config with an edge host under
+  // TUNNEL_DOMAIN must not let that host be claimed as a tunnel while the operator fixes it.
+  const domain = tunnelDomainOf(env);
+  const loaded = loadedGateway(domain);
   if (!loaded.ok) return loaded.error.toResponse();
-  await next();
-});
 
-// Tunnel hosts (<label>.TUNNEL_DOMAIN) and the agent endpoint, before the gateway's routes.
-app.use("*", async (c, next) => (await routeTunnelTraffic(c.req.raw, c.env, tunnels)) ?? next());
+  // Tunnel hosts (<label>.TUNNEL_DOMAIN) and the agent endpoint, before the gateway's routes.
+  const tunnel = routeTunnelTraffic(request, env, tunnels, url, domain);
+  if (tunnel) return tunnel;
+  return handleGatewayRequest(request, env, ctx, loaded.gateway.routes, upstreamHandlers, isolate, url);
+}
 
-app.all("*", (c) => {
-  const loaded = loadedGateway(normalizeDomain(c.env.TUNNEL_DOMAIN));
-  if (!loaded.ok) return loaded.error.toResponse();
-  return handleGatewayRequest(c.req.raw, c.env, c.executionCtx as ExecutionContext, loaded.gateway.routes, upstreamHandlers, isolate);
-});
-
-export default app;
+export default {
+  async fetch(request, env, ctx) {
+    try {
+      return await serve(request, env, ctx);
+    } catch (error) {
+      console.error(`Tollgate: unhandled error: ${(error as Error)?.stack ?? error}`);
+      return new ServiceError(500, ErrorCode.internal, "The gateway failed to handle the request.").toResponse();
+    }
+  },
+} satisfies ExportedHandler<Env>;

@@ -80,7 +80,7 @@ export async function runThroughPolicy(
   );
 }
 
-/** Serves a request addressed to a route of policies/gateway.yaml. */
+/** Serves a request addressed to a route of policies/gateway.yaml (`url`: the request's, when already parsed). */
 export async function handleGatewayRequest(
   request: Request,
   env: Env,
@@ -88,8 +88,8 @@ export async function handleGatewayRequest(
   routes: RouteTable,
   handlers: UpstreamHandlers,
   isolate: IsolateState,
+  url: URL = new URL(request.url),
 ): Promise<Response> {
-  const url = new URL(request.url);
   const route = routes.match(url.hostname, url.pathname);
   if (!route) {
     return new ServiceError(404, ErrorCode.noRoute, `No route of this gateway serves host '${url.hostname}' and path '${url.pathname}'.`, {
@@ -99,7 +99,7 @@ export async function handleGatewayRequest(
   }
   const label = `${route.edgeId}/${route.id}`;
   const read = handlers.routeModules;
-  const modules = read ? await isolate.routeModules.get(label, () => read(env, route)) : {};
+  const modules = read ? (isolate.routeModules.fresh(label) ?? (await isolate.routeModules.get(label, () => read(env, route)))) : {};
   const upstream: Upstream = route.upstream;
   const converter = modules.websocket_tcp_converter?.enabled && upstream.kind === "tcp" ? upstream : undefined;
   const breaker = modules.circuit_breaker?.enabled ? modules.circuit_breaker : undefined;

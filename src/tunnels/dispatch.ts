@@ -7,10 +7,15 @@ import { AGENT_SESSION_PATH } from "./protocol.ts";
 import { relayToTunnel } from "./public-relay.ts";
 import type { TunnelServices } from "./services.ts";
 
-/** Answers tunnel traffic; undefined means the request is for the gateway's routes. */
-export function routeTunnelTraffic(request: Request, env: Env, services: TunnelServices): Promise<Response> | undefined {
-  const url = new URL(request.url);
-  const label = tunnelLabelOf(url.hostname, normalizeDomain(env.TUNNEL_DOMAIN));
+/** Answers tunnel traffic; undefined means the request is for the gateway's routes (`url`, `domain`: when the caller has them). */
+export function routeTunnelTraffic(
+  request: Request,
+  env: Env,
+  services: TunnelServices,
+  url: URL = new URL(request.url),
+  domain: string = normalizeDomain(env.TUNNEL_DOMAIN),
+): Promise<Response> | undefined {
+  const label = tunnelLabelOf(url.hostname, domain);
   if (label !== undefined) return relayToTunnel(request, env, services, label);
   if (url.pathname === AGENT_SESSION_PATH) {
     return services.runPolicy(request, env, {

@@ -136,14 +136,38 @@ describe("rate-limit", () => {
     expect(await inbound(compiled, makeExchange(), counter)).toBeUndefined();
     const response = await inbound(compiled, makeExchange(), counter);
     expect(response?.status).toBe(429);
-    expect(response?.headers.get("retry-after")).toBe("61");
+    expect(response?.headers.get("retry-after")).toBe("60");
     expect(response?.headers.get("content-type")).toMatch(/^application\/json/);
     expect(response?.headers.get("x-operation-id")).toMatch(/^op_/);
     expect(await bodyOf(response)).toEqual({
       error_code: "ERR_SVC_226",
       status_code: 429,
-      msg: "Rate limit exceeded: more than 2 requests in 60s. Retry after 61s.",
-      details: { rate_limit: "per-client", retry_after: 61, operation_id: response?.headers.get("x-operation-id") },
+      msg: "Rate limit exceeded: more than 2 requests in 60s. Retry after 60s.",
+      details: { rate_limit: "per-client", retry_after: 60, operation_id: response?.headers.get("x-operation-id") },
+    });
+  });
+
+  it("the 429 envelope is valid JSON whatever the action's name holds (quotes, backslashes, line separators)", async () => {
+    const name = 'a "quoted" \\ name\u2028with\ttabs and ünïcode';
+    const compiled = policy(
+      "inbound:",
+      "  - actions:",
+      "      - type: rate-limit",
+      "        config:",
+      `          name: ${JSON.stringify(name)}`,
+      "          capacity: 1",
+      "          rate: 10m",
+    );
+    const counter = new MemoryCounter(T0);
+    await inbound(compiled, makeExchange(), counter);
+    const response = await inbound(compiled, makeExchange(), counter);
+    const retryAfter = Number(response?.headers.get("retry-after"));
+    expect(retryAfter).toBeGreaterThan(590);
+    expect(await bodyOf(response)).toEqual({
+      error_code: "ERR_SVC_226",
+      status_code: 429,
+      msg: `Rate limit exceeded: more than 1 requests in 10m. Retry after ${retryAfter}s.`,
+      details: { rate_limit: name, retry_after: retryAfter, operation_id: response?.headers.get("x-operation-id") },
     });
   });
 
@@ -151,7 +175,7 @@ describe("rate-limit", () => {
     const counter = new MemoryCounter(T0);
     const compiled = perClient(1);
     await inbound(compiled, makeExchange(), counter);
-    counter.now = T0 + 19_500; // the first admission counts until T0 + 1s + 60s: 41.5s from now
+    counter.now = T0 + 18_500; // the first admission counts until T0 + 60s: 41.5s from now
     const response = await inbound(compiled, makeExchange(), counter);
     expect(response?.headers.get("retry-after")).toBe("42");
   });
@@ -160,7 +184,7 @@ describe("rate-limit", () => {
     const counter = new MemoryCounter(T0);
     const compiled = perClient(1);
     await inbound(compiled, makeExchange(), counter);
-    counter.now = T0 + 60_999;
+    counter.now = T0 + 59_999;
     const response = await inbound(compiled, makeExchange(), counter);
     expect(response?.headers.get("retry-after")).toBe("1");
   });

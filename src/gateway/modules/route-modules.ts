@@ -64,6 +64,12 @@ export class RouteModulesCache {
     return this.remembered.size;
   }
 
+  /** The remembered modules of route `label` while they are fresh, without waiting (the per-request path). */
+  fresh(label: string): RouteModules | undefined {
+    const hit = this.remembered.get(label);
+    return hit && hit.until > this.now() ? hit.modules : undefined;
+  }
+
   /**
    * The modules of route `label`: remembered ones while fresh, else what `read` answers. If `read`
    * fails, the last known modules (or none) and the failure is logged: the route keeps serving.

@@ -4,7 +4,7 @@
  */
 
 import { z } from "zod";
-import { ErrorCode, newOperationId, OPERATION_ID_HEADER, type ErrorEnvelope } from "../../errors.ts";
+import { ErrorCode, newOperationId, OPERATION_ID_HEADER } from "../../errors.ts";
 import { clientIpBucket } from "../client-ip-bucket.ts";
 import type { Exchange, RateLimitEvent, RateLimitOutcome } from "../exchange.ts";
 import { parseDuration } from "../duration.ts";
@@ -103,18 +103,26 @@ export const rateLimitConfig = z
 
 /**
  * The 429 a rejected request gets: the envelope and headers `ServiceError.toResponse` renders, written
- * directly because a flood answers it thousands of times a second and constructing an Error (its stack
- * trace) cost more than everything else on that path.
+ * directly because a flood answers it thousands of times a second. The JSON text is assembled from parts
+ * fixed when the policy compiles (only retry-after and the operation id change per request); a test parses
+ * it and compares it with the envelope.
  */
-function rateLimitedResponse(msg: string, rateLimit: string, retryAfter: number): Response {
-  const operationId = newOperationId();
-  const envelope: ErrorEnvelope = {
-    error_code: `ERR_SVC_${ErrorCode.rateLimited}`,
-    status_code: 429,
-    msg,
-    details: { rate_limit: rateLimit, retry_after: retryAfter, operation_id: operationId },
+function rateLimitedResponder(name: string, capacity: number, rate: string): (retryAfter: number) => Response {
+  const head = `{"error_code":"ERR_SVC_${ErrorCode.rateLimited}","status_code":429,"msg":`;
+  const message = (retryAfter: number) => JSON.stringify(`Rate limit exceeded: more than ${capacity} requests in ${rate}. Retry after ${retryAfter}s.`);
+  const details = `,"details":{"rate_limit":${JSON.stringify(name)},"retry_after":`;
+  return (retryAfter) => {
+    const operationId = newOperationId();
+    const body = `${head}${message(retryAfter)}${details}${retryAfter},"operation_id":"${operationId}"}}`;
+    return new Response(body, {
+      status: 429,
+      headers: [
+        ["content-type", "application/json"],
+        ["retry-after", String(retryAfter)],
+        [OPERATION_ID_HEADER, operationId],
+      ],
+    });
   };
-  return Response.json(envelope, { status: 429, headers: { "retry-after": String(retryAfter), [OPERATION_ID_HEADER]: operationId } });
 }
 
 /** How a counted decision turns out, given `enforce`. */
@@ -133,6 +141,7 @@ export const rateLimitAction = defineAction({
     const spec = { capacity: config.capacity, windowMs: parseDuration(config.rate)! };
     const windowSeconds = spec.windowMs / 1000;
     const { enforce, ratelimit_headers: headers } = config;
+    const rateLimited = rateLimitedResponder(name, spec.capacity, config.rate);
     return {
       type: "rate-limit",
       async run(exchange, { counter, decisions }) {
@@ -171,7 +180,7 @@ export const rateLimitAction = defineAction({
           (exchange.rateLimitFields ??= []).push({ policy: name, quota: spec.capacity, windowSeconds, remaining: decision.remaining, resetSeconds });
         }
         if (decision.allowed || !enforce) return undefined;
-        return rateLimitedResponse(`Rate limit exceeded: more than ${spec.capacity} requests in ${config.rate}. Retry after ${retryAfter}s.`, name, retryAfter);
+        return rateLimited(retryAfter);
       },
     };
   },
