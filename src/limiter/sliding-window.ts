@@ -4,11 +4,15 @@
  * A window of length `windowMs` is covered by at most `SUB_WINDOWS` consecutive sub-windows
  * (plus the one being filled), each holding the number of requests it admitted. A request
  * at time `now` is admitted only if the sub-windows that overlap (now - windowMs, now]
- * hold fewer than `capacity` admissions. Counting a partly expired sub-window whole can
- * only over-count, so no window of length `windowMs` ever holds more than `capacity`
- * admissions (zero over-admission); the price is under-admission of at most the share of
- * the oldest sub-window, about 1/SUB_WINDOWS of the window. Memory is O(SUB_WINDOWS)
- * whatever the capacity.
+ * hold fewer than `capacity` admissions. Memory is O(SUB_WINDOWS) whatever the capacity.
+ *
+ * No over-admission: a sub-window starts on a multiple of its length and its `end` is one past
+ * the latest admission recorded in it (not the end of its span), and it is counted whole until
+ * `end + windowMs`. So every admission it holds is counted for at least the full window after it
+ * happened, and no window of length `windowMs` ever holds more than `capacity` admissions. The
+ * price is under-admission: the older admissions of the oldest sub-window stay counted until its
+ * latest one leaves the window, at most one sub-window's span (1/SUB_WINDOWS of the window) and
+ * less when its admissions came close together (a burst).
  */
 
 export const SUB_WINDOWS = 60;
@@ -19,7 +23,11 @@ export interface WindowSpec {
   readonly windowMs: number;
 }
 
-/** One sub-window: admissions counted in [start, end). */
+/**
+ * One sub-window: `count` admissions made in [start, end), `start` a multiple of the sub-window length,
+ * `end` one past the latest of them, at most `start` + length (a window stored before ends were tight has
+ * `end` = `start` + length: as safe, only counted longer). Ends increase along the list.
+ */
 export interface SubWindow {
   readonly start: number;
   readonly end: number;
@@ -113,12 +121,16 @@ function giveBack(subWindows: SubWindow[], returned: LeaseReturn | undefined): S
   return next;
 }
 
-/** Adds `count` admissions at time `at` (never before the newest sub-window, which keeps the list ordered). */
+/**
+ * Adds `count` admissions at time `at`. Into the newest sub-window when `at` falls before the end of its
+ * span, also when `at` is earlier than its start (a lease recorded ahead): counting an admission later than
+ * it happened only keeps it counted longer. So the list stays ordered, and sub-windows start at least one
+ * length apart, which bounds how many are live.
+ */
 function record(subWindows: SubWindow[], at: number, count: number, length: number): SubWindow[] {
   const last = subWindows[subWindows.length - 1];
-  if (last && at < last.end) return [...subWindows.slice(0, -1), { ...last, count: last.count + count }];
-  const start = at - (at % length);
-  return [...subWindows, { start, end: start + length, count }];
+  if (last && at < last.start + length) return [...subWindows.slice(0, -1), { ...last, end: Math.max(last.end, at), count: last.count + count }];
+  return [...subWindows, { start: at - (at % length), end: at, count }];
 }
 
 /**

@@ -4,7 +4,7 @@ import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { bucketId } from "../../src/limiter/bucket-id.ts";
 import { BUCKET_ENTRY_BYTES, IsolateBuckets, LEASE_MS, MAX_BUCKET_ID_LENGTH } from "../../src/limiter/isolate-buckets.ts";
-import { emptyWindow, take, type LeaseDecision, type WindowState } from "../../src/limiter/sliding-window.ts";
+import { emptyWindow, live, take, type LeaseDecision, type WindowState } from "../../src/limiter/sliding-window.ts";
 import { maxInAnyWindow } from "./support/sliding-log.ts";
 
 setFlagsFromString("--expose-gc");
@@ -20,13 +20,22 @@ function heapAfterGc(): number {
  * One isolate in front of one object, with requests in flight at once: each step either sends a request
  * (memory answers, or it goes out to the object) or delivers the object's answer to one in flight.
  */
-function simulate(steps: ReadonlyArray<{ gap: number; deliver: number }>, capacity: number, windowMs: number) {
+function simulate(steps: ReadonlyArray<{ gap: number; deliver: number }>, capacity: number, windowMs: number, answerWithinMs = Number.POSITIVE_INFINITY) {
   let now = 1_700_000_000_000;
   const buckets = new IsolateBuckets({ now: () => now });
   let state: WindowState = emptyWindow;
   const inFlight: Array<{ sent: number; answer: LeaseDecision }> = [];
   const admitted: number[] = [];
   for (const { gap, deliver } of steps) {
+    // Answers due back before the clock moves on are delivered first (limiter-client gives up on slower ones).
+    for (
+      let late = inFlight.findIndex((call) => call.sent + answerWithinMs <= now + gap);
+      late >= 0;
+      late = inFlight.findIndex((call) => call.sent + answerWithinMs <= now + gap)
+    ) {
+      const [{ sent, answer }] = inFlight.splice(late, 1);
+      if (buckets.settle("b", sent, answer).allowed && !answer.allowed) admitted.push(now);
+    }
     now += gap;
     if (deliver > 0 && inFlight.length > 0) {
       const [{ sent, answer }] = inFlight.splice(deliver % inFlight.length, 1);
@@ -47,8 +56,24 @@ function simulate(steps: ReadonlyArray<{ gap: number; deliver: number }>, capaci
     if (result.decision.allowed) admitted.push(now);
     inFlight.push({ sent: consulted.sent, answer: result.decision });
   }
-  return { admitted, stats: buckets.stats };
+  // Whatever is still in flight comes back now.
+  for (const { sent, answer } of inFlight.splice(0)) if (buckets.settle("b", sent, answer).allowed && !answer.allowed) admitted.push(now);
+  return { admitted, stats: buckets.stats, buckets, state: () => state, clock: { get: () => now, set: (value: number) => (now = value) } };
 }
+
+// First in the file: the heap measurement is steadier before the property tests have churned the heap.
+describe("isolate bucket memory: heap", () => {
+  it("costs at most BUCKET_ENTRY_BYTES of heap per remembered bucket (measured after GC)", async () => {
+    const count = 20_000;
+    const ids = await Promise.all(Array.from({ length: count }, (_, i) => bucketId({ ingress: "local", scope: "route:e/r", action: "a", key: String(i) })));
+    const before = heapAfterGc();
+    const buckets = new IsolateBuckets({ maxBytes: count * BUCKET_ENTRY_BYTES, now: () => 0 });
+    for (const id of ids) buckets.consult(id);
+    const perEntry = (heapAfterGc() - before) / count;
+    expect(buckets.size).toBe(count);
+    expect(perEntry).toBeLessThanOrEqual(BUCKET_ENTRY_BYTES);
+  });
+});
 
 describe("isolate bucket memory", () => {
   it("never lets more than capacity through in any window, whatever the order answers come back in", () => {
@@ -67,6 +92,120 @@ describe("isolate bucket memory", () => {
       }),
       { numRuns: 80 },
     );
+  });
+
+  it("leaves no unused leased admission counted: once the leases have expired, one more call hands every one back", () => {
+    const steps = fc.array(
+      fc.record({
+        gap: fc.oneof({ weight: 8, arbitrary: fc.integer({ min: 1, max: 40 }) }, { weight: 1, arbitrary: fc.integer({ min: 200, max: 3_000 }) }),
+        deliver: fc.integer({ min: 0, max: 3 }),
+      }),
+      { minLength: 50, maxLength: 600 },
+    );
+    fc.assert(
+      fc.property(steps, fc.integer({ min: 20, max: 2_000 }), (trace, capacity) => {
+        // A window longer than any trace, so nothing expires: the object's count must equal the admissions.
+        const windowMs = 3_600_000;
+        // Answers come back within half a lease period (a slower one may be past its own deadline; see the next test).
+        const run = simulate(trace, capacity, windowMs, LEASE_MS / 2);
+        run.clock.set(run.clock.get() + LEASE_MS);
+        const consulted = run.buckets.consult("b");
+        if ("decision" in consulted) {
+          expect(consulted.decision.allowed).toBe(false);
+          expect(live(run.state(), run.clock.get(), windowMs).reduce((sum, sub) => sum + sub.count, 0)).toBe(run.admitted.length);
+          return;
+        }
+        const { state, decision } = take(run.state(), run.clock.get(), { capacity, windowMs }, 1, LEASE_MS, consulted.returned);
+        const counted = live(state, run.clock.get(), windowMs).reduce((sum, sub) => sum + sub.count, 0);
+        expect(counted).toBe(run.admitted.length + (decision.allowed ? 1 : 0));
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it("asks for one lease at a time: while one is in flight, other requests that reach the object ask for one admission", () => {
+    let now = 0;
+    const buckets = new IsolateBuckets({ now: () => now });
+    const answer = (granted: number): LeaseDecision => ({
+      allowed: true,
+      granted,
+      leaseStart: 0,
+      remaining: 500,
+      retryAfterMs: 0,
+      resetMs: 0,
+      refillMs: 60_000,
+    });
+    for (let i = 0; i < 30; i++, now += 10) {
+      const consulted = buckets.consult("b");
+      if ("want" in consulted) buckets.settle("b", consulted.sent, answer(1));
+    }
+    now = LEASE_MS;
+    const lease = buckets.consult("b");
+    expect(lease).toEqual({ want: 30, sent: LEASE_MS });
+    now += 1;
+    expect(buckets.consult("b")).toEqual({ want: 1, sent: LEASE_MS + 1 });
+    buckets.settle("b", LEASE_MS + 1, answer(1));
+    expect(buckets.consult("b")).toMatchObject({ want: 1 }); // the lease request is still in flight
+    buckets.settle("b", LEASE_MS, answer(3));
+    expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } });
+    expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } });
+    expect(buckets.consult("b")).toMatchObject({ want: 30 }); // used up: the next lease may be asked for
+  });
+
+  it("a lease request that never comes back holds back the next one for one lease period only", () => {
+    let now = 0;
+    const buckets = new IsolateBuckets({ now: () => now });
+    for (let i = 0; i < 10; i++, now += 50) buckets.consult("b"); // answers lost (timeouts)
+    now = LEASE_MS;
+    expect(buckets.consult("b")).toMatchObject({ want: 10 });
+    now = 2 * LEASE_MS - 1;
+    expect(buckets.consult("b")).toMatchObject({ want: 1 });
+    now = 2 * LEASE_MS;
+    expect(buckets.consult("b")).toMatchObject({ want: 2 });
+  });
+
+  it("a bucket known to be limited still makes one call to hand back an expired lease's unused admissions", () => {
+    let now = 0;
+    const buckets = new IsolateBuckets({ now: () => now });
+    for (let i = 0; i < 10; i++, now += 50) {
+      const consulted = buckets.consult("b");
+      if ("want" in consulted)
+        buckets.settle("b", consulted.sent, { allowed: true, granted: 1, leaseStart: 0, remaining: 100, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 });
+    }
+    now = LEASE_MS;
+    expect(buckets.consult("b")).toMatchObject({ want: 10 });
+    const other = buckets.consult("b"); // a concurrent request
+    if (!("want" in other)) throw new Error("expected an object call");
+    buckets.settle("b", LEASE_MS, { allowed: true, granted: 5, leaseStart: 61_000, remaining: 20, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 });
+    expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } }); // uses one of the 4 leased
+    now = 2 * LEASE_MS; // the other 3 expire unused, then the concurrent request comes back limited
+    expect(
+      buckets.settle("b", other.sent, { allowed: false, granted: 0, leaseStart: 0, remaining: 0, retryAfterMs: 30_000, resetMs: 60_000, refillMs: 30_000 }),
+    ).toMatchObject({
+      allowed: false,
+    });
+    expect(buckets.consult("b")).toEqual({ want: 3, sent: 2 * LEASE_MS, returned: { start: 61_000, count: 3 } });
+    expect(buckets.consult("b")).toMatchObject({ decision: { allowed: false } }); // nothing left to hand back
+  });
+
+  it("a lease that comes back after its own deadline is handed back whole", () => {
+    let now = 0;
+    const buckets = new IsolateBuckets({ now: () => now });
+    for (let i = 0; i < 10; i++, now += 50) {
+      const consulted = buckets.consult("b");
+      if ("want" in consulted)
+        buckets.settle("b", consulted.sent, { allowed: true, granted: 1, leaseStart: 0, remaining: 100, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 });
+    }
+    now = LEASE_MS;
+    expect(buckets.consult("b")).toMatchObject({ want: 10, sent: LEASE_MS });
+    now = 2 * LEASE_MS;
+    expect(
+      buckets.settle("b", LEASE_MS, { allowed: true, granted: 10, leaseStart: 61_000, remaining: 80, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 }),
+    ).toMatchObject({
+      allowed: true,
+      remaining: 80,
+    });
+    expect(buckets.consult("b")).toMatchObject({ returned: { start: 61_000, count: 9 } });
   });
 
   it("hands back the unused admissions of an expired lease with its next object call", () => {
@@ -134,17 +273,6 @@ describe("isolate bucket memory", () => {
   it("refuses a bucket id longer than a hash: raw client keys never name memory", () => {
     const buckets = new IsolateBuckets();
     expect(() => buckets.consult("k".repeat(MAX_BUCKET_ID_LENGTH + 1))).toThrow(RangeError);
-  });
-
-  it("costs at most BUCKET_ENTRY_BYTES of heap per remembered bucket (measured after GC)", async () => {
-    const count = 20_000;
-    const ids = await Promise.all(Array.from({ length: count }, (_, i) => bucketId({ ingress: "local", scope: "route:e/r", action: "a", key: String(i) })));
-    const before = heapAfterGc();
-    const buckets = new IsolateBuckets({ maxBytes: count * BUCKET_ENTRY_BYTES, now: () => 0 });
-    for (const id of ids) buckets.consult(id);
-    const perEntry = (heapAfterGc() - before) / count;
-    expect(buckets.size).toBe(count);
-    expect(perEntry).toBeLessThanOrEqual(BUCKET_ENTRY_BYTES);
   });
 });
 

@@ -110,7 +110,7 @@ describe("enforce: false (shadow mode)", () => {
     for (let i = 0; i < 2; i++) await runPhase(policy.inbound, makeExchange(), services);
     expect(events.map(({ outcome, enforce, retryAfter, remaining }) => ({ outcome, enforce, retryAfter, remaining }))).toEqual([
       { outcome: "allowed", enforce: false, retryAfter: 0, remaining: 0 },
-      { outcome: "shadow_limited", enforce: false, retryAfter: 61, remaining: 0 },
+      { outcome: "shadow_limited", enforce: false, retryAfter: 60, remaining: 0 },
     ]);
   });
 
@@ -245,21 +245,22 @@ describe("RateLimit header fields", () => {
     }
     // The 429 ends the phase before the hourly limit runs: only the limit that answered is listed.
     expect(parsed(answers[3], "ratelimit-policy")).toEqual([{ policy: "per-client", q: 3, w: 60 }]);
-    // The first admission at T0 sits in [T0, T0+1s), which stops counting at T0 + 61s.
+    // The first admission, at T0, is alone in its sub-window, which stops counting at T0 + 60s.
     expect(answers.map((answer) => parsed(answer, "ratelimit")[0])).toEqual([
-      { policy: "per-client", r: 2, t: 61 },
-      { policy: "per-client", r: 1, t: 51 },
-      { policy: "per-client", r: 0, t: 41 },
-      { policy: "per-client", r: 0, t: 31 },
+      { policy: "per-client", r: 2, t: 60 },
+      { policy: "per-client", r: 1, t: 50 },
+      { policy: "per-client", r: 0, t: 40 },
+      { policy: "per-client", r: 0, t: 30 },
     ]);
     expect(answers[3].status).toBe(429);
-    expect(answers[3].headers.get("retry-after")).toBe("31");
+    expect(answers[3].headers.get("retry-after")).toBe("30");
     // The hourly limit ran only while the per-client one admitted. Its sub-windows are 60s long and T0 lies
-    // 20s into one, [T0 - 20s, T0 + 40s): the first admission stops counting at T0 + 40s + 1h.
+    // 20s into one, [T0 - 20s, T0 + 40s): all three admissions share it, and it counts whole until its latest
+    // admission is an hour old, an hour from each answer.
     expect(answers.map((answer) => parsed(answer, "ratelimit")[1])).toEqual([
-      { policy: 'hourly "burst"', r: 999, t: 3640 },
-      { policy: 'hourly "burst"', r: 998, t: 3630 },
-      { policy: 'hourly "burst"', r: 997, t: 3620 },
+      { policy: 'hourly "burst"', r: 999, t: 3600 },
+      { policy: 'hourly "burst"', r: 998, t: 3600 },
+      { policy: 'hourly "burst"', r: 997, t: 3600 },
       undefined,
     ]);
   });
@@ -272,7 +273,7 @@ describe("RateLimit header fields", () => {
     const answer = withRateLimitFields(upstream, exchange);
     expect(answer.status).toBe(302);
     expect(answer.headers.get("location")).toBe("https://origin.test/next");
-    expect(parsed(answer, "ratelimit")[0]).toEqual({ policy: "per-client", r: 2, t: 61 });
+    expect(parsed(answer, "ratelimit")[0]).toEqual({ policy: "per-client", r: 2, t: 60 });
   });
 
   it("are absent unless a limit opts in, and when counting failed", async () => {

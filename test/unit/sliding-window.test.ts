@@ -41,15 +41,15 @@ describe("admitting up to capacity", () => {
   it("a bucket at capacity rejects with remaining 0 and the wait until its oldest sub-window leaves the window", () => {
     const { state } = replay([T0, T0 + 10_000, T0 + 20_000], MINUTE);
     const { decision } = hit(state, T0 + 30_000, MINUTE);
-    // the first admission's sub-window [T0, T0+1s) stops counting at T0 + 1s + 60s
-    expect(decision).toEqual({ allowed: false, remaining: 0, retryAfterMs: 31_000, resetMs: 51_000, refillMs: 31_000 });
+    // the first admission's sub-window holds only T0, so it stops counting at T0 + 60s, as the exact log does
+    expect(decision).toEqual({ allowed: false, remaining: 0, retryAfterMs: 30_000, resetMs: 50_000, refillMs: 30_000 });
   });
 
   it("after the capacity is lowered, the wait covers as many sub-windows as it takes to get under it", () => {
     const { state } = replay([T0, T0, T0 + 30_000, T0 + 30_000, T0 + 30_000], { capacity: 5, windowMs: 60_000 });
     const lowered = { capacity: 2, windowMs: 60_000 };
     // 5 counted: the first sub-window leaving frees 2 (3 left, still not under 2); the second frees the rest
-    expect(hit(state, T0 + 40_000, lowered).decision).toMatchObject({ allowed: false, retryAfterMs: 51_000 });
+    expect(hit(state, T0 + 40_000, lowered).decision).toMatchObject({ allowed: false, retryAfterMs: 50_000 });
   });
 
   it("a request exactly retryAfterMs later is admitted and one a millisecond earlier is not", () => {
@@ -83,9 +83,9 @@ describe("admitting up to capacity", () => {
     const first = hit(emptyWindow, T0, day);
     expect(first.decision).toMatchObject({ allowed: true, remaining: 0 });
     const next = hit(first.state, T0 + 86_399_999, day);
-    // the sub-window of a 24h window is 24 minutes; the admission counts until its end plus 24h
-    expect(next.decision).toMatchObject({ allowed: false, retryAfterMs: 1_440_000 + 1 });
-    expect(hit(first.state, T0 + 86_400_000 + 1_440_000, day).decision.allowed).toBe(true);
+    // the sub-window of a 24h window is 24 minutes, but it holds one admission: that counts for exactly 24h
+    expect(next.decision).toMatchObject({ allowed: false, retryAfterMs: 1 });
+    expect(hit(first.state, T0 + 86_400_000, day).decision.allowed).toBe(true);
   });
 });
 
@@ -97,9 +97,10 @@ describe("sub-windows", () => {
     expect(subWindowLength(86_400_000)).toBe(1_440_000);
   });
 
-  it("sub-windows start at multiples of their length", () => {
+  it("sub-windows start at multiples of their length and end at their latest admission", () => {
     const { state } = hit(emptyWindow, T0 + 1_234, MINUTE);
-    expect(state.subWindows).toEqual([{ start: T0 + 1_000, end: T0 + 2_000, count: 1 }]);
+    expect(state.subWindows).toEqual([{ start: T0 + 1_000, end: T0 + 1_234, count: 1 }]);
+    expect(hit(state, T0 + 1_500, MINUTE).state.subWindows).toEqual([{ start: T0 + 1_000, end: T0 + 1_500, count: 2 }]);
   });
 
   it("requests inside one sub-window share one counter", () => {
@@ -108,22 +109,30 @@ describe("sub-windows", () => {
       Array.from({ length: 1_000 }, (_, i) => T0 + (i % 1_000)),
       spec,
     );
-    expect(state.subWindows).toEqual([{ start: T0, end: T0 + 1_000, count: 1_000 }]);
+    expect(state.subWindows).toEqual([{ start: T0, end: T0 + 999, count: 1_000 }]);
   });
 
-  it("an admission counts until one window after the end of its sub-window, then stops at once", () => {
+  it("a sub-window counts whole until one window after its latest admission, then stops at once", () => {
+    const spec = { capacity: 2, windowMs: 60_000 };
+    const { state } = replay([T0 + 100, T0 + 500], spec);
+    // the exact log would admit again at T0 + 60.1s; counting the sub-window whole waits until T0 + 60.5s
+    expect(hit(state, T0 + 60_100, spec).decision).toMatchObject({ allowed: false, retryAfterMs: 400 });
+    expect(hit(state, T0 + 60_499, spec).decision).toMatchObject({ allowed: false, retryAfterMs: 1 });
+    expect(hit(state, T0 + 60_500, spec).decision).toMatchObject({ allowed: true, remaining: 1 });
+  });
+
+  it("a window stored with whole-span ends (before ends were tight) still counts every admission a full window", () => {
     const spec = { capacity: 1, windowMs: 60_000 };
-    const { state } = hit(emptyWindow, T0 + 500, spec);
-    // the exact log would admit again after T0 + 60.5s; counting whole sub-windows waits until T0 + 61s
-    expect(hit(state, T0 + 60_999, spec).decision).toMatchObject({ allowed: false, retryAfterMs: 1 });
-    expect(hit(state, T0 + 61_000, spec).decision).toMatchObject({ allowed: true, remaining: 0 });
+    const stored: WindowState = { subWindows: [{ start: T0, end: T0 + 1_000, count: 1 }] };
+    expect(hit(stored, T0 + 60_999, spec).decision).toMatchObject({ allowed: false, retryAfterMs: 1 });
+    expect(hit(stored, T0 + 61_000, spec).decision).toMatchObject({ allowed: true, remaining: 0 });
   });
 
   it("an idle gap longer than the window drops every old sub-window", () => {
     const { state } = replay([T0, T0 + 1_000, T0 + 2_000], MINUTE);
     const later = hit(state, T0 + 200_000, MINUTE);
     expect(later.decision).toMatchObject({ allowed: true, remaining: 2 });
-    expect(later.state.subWindows).toEqual([{ start: T0 + 200_000, end: T0 + 201_000, count: 1 }]);
+    expect(later.state.subWindows).toEqual([{ start: T0 + 200_000, end: T0 + 200_000, count: 1 }]);
   });
 
   it("steady traffic never keeps more than SUB_WINDOWS + 1 sub-windows, also when the window is not a multiple of 60", () => {
@@ -165,15 +174,15 @@ describe("capacity up to 2,000,000,000", () => {
 describe("reset and expiry", () => {
   it("resetMs is when every admission counted now has left the window", () => {
     const { decisions, state } = replay([T0, T0 + 20_500], MINUTE);
-    expect(decisions[1].resetMs).toBe(21_000 + 60_000 - 20_500);
+    expect(decisions[1].resetMs).toBe(60_000);
     const resetAt = T0 + 20_500 + decisions[1].resetMs;
     expect(hit(state, resetAt - 1, MINUTE).decision.remaining).toBe(MINUTE.capacity - 2);
     expect(hit(state, resetAt, MINUTE).decision.remaining).toBe(MINUTE.capacity - 1);
   });
 
-  it("expiresAt is the end of the newest sub-window plus the window, and undefined for an empty bucket", () => {
+  it("expiresAt is the latest admission plus the window, and undefined for an empty bucket", () => {
     expect(expiresAt(emptyWindow, 60_000)).toBeUndefined();
     const { state } = replay([T0, T0 + 20_500], MINUTE);
-    expect(expiresAt(state, 60_000)).toBe(T0 + 21_000 + 60_000);
+    expect(expiresAt(state, 60_000)).toBe(T0 + 20_500 + 60_000);
   });
 });
