@@ -55,10 +55,20 @@ export function durableObjectCounter(env: Env, ingress: string, buckets: Isolate
   };
 }
 
-/** What the gateway gives a request's policy run: the counter, and the sink its decisions and logs go to. */
+/** The services last made without an analytics dataset: they hold no per-request state, so requests share them. */
+let shared: { env: Env; ingress: string; buckets: IsolateBuckets; services: ActionServices } | undefined;
+
+/**
+ * What the gateway gives a request's policy run: the counter, and the sink its decisions and logs go to. With an
+ * analytics dataset the sink counts its data points per request, so each request gets its own.
+ */
 export function rateLimitServices(env: Env, ingress: string, buckets: IsolateBuckets): ActionServices {
-  return {
+  const dataset = analyticsDataset(env);
+  if (!dataset && shared?.env === env && shared.ingress === ingress && shared.buckets === buckets) return shared.services;
+  const services = {
     counter: durableObjectCounter(env, ingress, buckets),
-    decisions: decisionSink({ ingress, log: buckets.decisionLog, dataset: analyticsDataset(env) }),
+    decisions: decisionSink({ ingress, log: buckets.decisionLog, dataset }),
   };
+  if (!dataset) shared = { env, ingress, buckets, services };
+  return services;
 }

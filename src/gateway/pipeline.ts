@@ -3,7 +3,7 @@
 import type { Env } from "../env.ts";
 import { ErrorCode, ServiceError } from "../errors.ts";
 import { runPhase } from "../policy/evaluate.ts";
-import { initialVars, type ActionServices, type Exchange } from "../policy/exchange.ts";
+import { initialVars, type ActionServices, type Exchange, type ExchangeRequest } from "../policy/exchange.ts";
 import type { PolicyTarget } from "../policy/target.ts";
 import type { IsolateBuckets } from "../limiter/isolate-buckets.ts";
 import { ingressId } from "../ingress.ts";
@@ -31,18 +31,25 @@ export interface IsolateState {
 
 /**
  * The request as policies see it. Its headers are a copy (actions and the upstream change them), made on
- * first use: a request rejected by a rate limit keyed by the client address never copies them.
+ * first use: a request rejected by a rate limit keyed by the client address never copies them. A class, not
+ * an object literal with a getter: a flood builds one per request.
  */
-function exchangeRequest(request: Request, url: URL): Exchange["request"] {
-  let headers: Headers | undefined;
-  return {
-    method: request.method,
-    url,
-    host: url.hostname,
-    get headers() {
-      return (headers ??= new Headers(request.headers));
-    },
-  };
+class ExchangeRequestView implements ExchangeRequest {
+  readonly method: string;
+  readonly host: string;
+  private copied: Headers | undefined;
+
+  constructor(
+    private readonly original: Request,
+    readonly url: URL,
+  ) {
+    this.method = original.method;
+    this.host = url.hostname;
+  }
+
+  get headers(): Headers {
+    return (this.copied ??= new Headers(this.original.headers));
+  }
 }
 
 /** Runs inbound policy → target → outbound policy for one request (`url`: the request's, when already parsed). */
@@ -56,7 +63,7 @@ export async function runThroughPolicy(
   const exchange: Exchange = {
     scope: target.scope,
     clientIp: clientIp(request),
-    request: exchangeRequest(request, url),
+    request: new ExchangeRequestView(request, url),
     vars: initialVars(),
   };
   // INGRESS_ID when configured; else the data center, remembered per isolate (reading request.cf is costly).

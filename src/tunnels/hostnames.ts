@@ -21,7 +21,7 @@ export function normalizeDomain(domain: string | undefined): string {
 /** The label of a tunnel host (`abc` for `abc.localhost`), or undefined when `hostname` is not under `domain`. */
 export function tunnelLabelOf(hostname: string, domain: string): string | undefined {
   if (domain === "") return undefined;
-  const host = hostname.toLowerCase().replace(/\.$/, "");
+  const host = (hostname.endsWith(".") ? hostname.slice(0, -1) : hostname).toLowerCase();
   if (!host.endsWith(`.${domain}`)) return undefined;
   return host.slice(0, -domain.length - 1);
 }

@@ -108,19 +108,17 @@ export const rateLimitConfig = z
  * it and compares it with the envelope.
  */
 function rateLimitedResponder(name: string, capacity: number, rate: string): (retryAfter: number) => Response {
-  const head = `{"error_code":"ERR_SVC_${ErrorCode.rateLimited}","status_code":429,"msg":`;
-  const message = (retryAfter: number) => JSON.stringify(`Rate limit exceeded: more than ${capacity} requests in ${rate}. Retry after ${retryAfter}s.`);
-  const details = `,"details":{"rate_limit":${JSON.stringify(name)},"retry_after":`;
+  // `"…Retry after ` and `s."`: JSON string text around the one number that changes.
+  const message = JSON.stringify(`Rate limit exceeded: more than ${capacity} requests in ${rate}. Retry after `).slice(0, -1);
+  const head = `{"error_code":"ERR_SVC_${ErrorCode.rateLimited}","status_code":429,"msg":${message}`;
+  const details = `s.","details":{"rate_limit":${JSON.stringify(name)},"retry_after":`;
   return (retryAfter) => {
     const operationId = newOperationId();
-    const body = `${head}${message(retryAfter)}${details}${retryAfter},"operation_id":"${operationId}"}}`;
+    const body = `${head}${retryAfter}${details}${retryAfter},"operation_id":"${operationId}"}}`;
+    // Headers as an object: workerd converts an array of pairs measurably slower (about 5 µs a response).
     return new Response(body, {
       status: 429,
-      headers: [
-        ["content-type", "application/json"],
-        ["retry-after", String(retryAfter)],
-        [OPERATION_ID_HEADER, operationId],
-      ],
+      headers: { "content-type": "application/json", "retry-after": String(retryAfter), [OPERATION_ID_HEADER]: operationId },
     });
   };
 }
