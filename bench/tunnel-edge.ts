@@ -23,6 +23,8 @@ export interface BenchEdge {
   readonly url: string;
   /** The workerd process serving the edge (Linux), for its CPU time and memory; undefined when unknown. */
   readonly pid: number | undefined;
+  /** The last lines workerd wrote (the Worker's console output), for diagnostics. */
+  recentOutput(): string;
   close(): Promise<void>;
 }
 
@@ -61,6 +63,7 @@ export async function startBenchEdge(origin: string, options: BenchEdgeOptions =
   return {
     url: host.url,
     pid: started.length === 1 ? started[0] : undefined,
+    recentOutput: () => host.recentOutput(),
     close: async () => {
       await host.close();
       rmSync(dir, { recursive: true, force: true });

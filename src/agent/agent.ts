@@ -57,6 +57,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     metadata: config.metadata,
     backoff: options.backoff,
     onStreamFrame: (frame) => forwarder.onFrame(frame),
+    onBatchEnd: () => forwarder.endBatch(),
     onDisconnect: (reason) => {
       forwarder.abortAll(reason);
       tunnels.disconnected(reason);

@@ -3,7 +3,17 @@
  * back in order on receipt (OrderedReceiver), and frames of one turn batched into one message (FrameOutbox).
  */
 
-import { encodeFrame, MAX_DATA_CHUNK, MAX_MESSAGE_BYTES, type Frame, type FrameOf } from "./protocol.ts";
+import {
+  binaryFrameSize,
+  encodeFrame,
+  isBinaryFrame,
+  MAX_DATA_CHUNK,
+  MAX_MESSAGE_BYTES,
+  writeBinaryFrame,
+  type BinaryFrame,
+  type Frame,
+  type FrameOf,
+} from "./protocol.ts";
 
 /** Numbers the data frames of one stream direction and splits chunks to MAX_DATA_CHUNK. */
 export class DataSequence {
@@ -86,9 +96,12 @@ export class OrderedReceiver {
  * Collects frames sent in one turn of the event loop into as few WebSocket messages as possible: a small
  * response (head, data, end) costs the receiver one message, not three. `schedule` decides when a batch
  * goes out (queueMicrotask in a Worker, setImmediate in Node); a batch past MAX_MESSAGE_BYTES goes at once.
+ * Body bytes are copied once, into the message: a data frame holds on to the bytes it was given until its
+ * batch goes out, so a sender must not reuse them before then.
  */
 export class FrameOutbox {
-  private parts: Uint8Array[] = [];
+  /** Binary frames as they were given, others already encoded (JSON payloads must be encoded to be sized). */
+  private parts: Array<BinaryFrame | Uint8Array> = [];
   private size = 0;
   private scheduled = false;
 
@@ -98,10 +111,11 @@ export class FrameOutbox {
   ) {}
 
   push(frame: Frame): void {
-    const bytes = encodeFrame(frame);
-    if (this.size + bytes.byteLength > MAX_MESSAGE_BYTES) this.flush();
-    this.parts.push(bytes);
-    this.size += bytes.byteLength;
+    const part = isBinaryFrame(frame) ? frame : encodeFrame(frame);
+    const bytes = part instanceof Uint8Array ? part.byteLength : binaryFrameSize(part);
+    if (this.size + bytes > MAX_MESSAGE_BYTES) this.flush();
+    this.parts.push(part);
+    this.size += bytes;
     if (!this.scheduled) {
       this.scheduled = true;
       this.schedule(() => this.flush());
@@ -115,12 +129,14 @@ export class FrameOutbox {
     const size = this.size;
     this.parts = [];
     this.size = 0;
-    if (parts.length === 1) return this.write(parts[0]);
+    if (parts.length === 1 && parts[0] instanceof Uint8Array) return this.write(parts[0]);
     const message = new Uint8Array(size);
     let offset = 0;
     for (const part of parts) {
-      message.set(part, offset);
-      offset += part.byteLength;
+      if (part instanceof Uint8Array) {
+        message.set(part, offset);
+        offset += part.byteLength;
+      } else offset = writeBinaryFrame(part, message, offset);
     }
     this.write(message);
   }

@@ -39,12 +39,10 @@ export async function relayToTunnel(request: Request, env: Env, services: Tunnel
       scope: `tunnel:${claim.tunnelId}`,
       policy,
       async forward(original, exchange) {
-        const relay = new URL(`https://tunnel-session${RELAY_PATH}`);
-        relay.searchParams.set("tunnel", claim.tunnelId);
-        relay.searchParams.set("target", url.pathname + url.search);
-        relay.searchParams.set("client", exchange.clientIp);
-        relay.searchParams.set("scheme", url.protocol.replace(":", ""));
-        relay.searchParams.set("host", host);
+        // one string, not five searchParams.set calls (each re-serializes the whole URL)
+        const relay =
+          `https://tunnel-session${RELAY_PATH}?tunnel=${encodeURIComponent(claim.tunnelId)}&target=${encodeURIComponent(url.pathname + url.search)}` +
+          `&client=${encodeURIComponent(exchange.clientIp)}&scheme=${encodeURIComponent(url.protocol.replace(":", ""))}&host=${encodeURIComponent(host)}`;
         const session = env.TUNNEL_SESSION.get(env.TUNNEL_SESSION.idFromName(claim.sessionId));
         // the local service gets the client's Accept-Encoding, not the one the platform put in its place
         const headers = clientRequestHeaders(exchange.request.headers, request.cf);

@@ -31,6 +31,8 @@ export class TunnelSession extends DurableObject<Env> {
   private readonly publicSockets: PublicSockets;
   private readonly tunnels: SessionTunnels;
   private lastFrameAt = 0;
+  /** The agent's open socket, remembered between lookups (getWebSockets on every frame sent cost ~2 % of a relay's CPU). */
+  private agentSocket: WebSocket | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -161,6 +163,7 @@ export class TunnelSession extends DurableObject<Env> {
     const info = JSON.parse(request.headers.get(SESSION_INFO_HEADER) ?? "null") as SessionInfo | null;
     if (!info) return new Response("missing session info", { status: 400 });
     for (const old of this.ctx.getWebSockets(AGENT_TAG)) closeQuietly(old, CloseCode.sessionReplaced, "replaced by a new connection");
+    this.agentSocket = undefined;
     const [client, server] = Object.values(new WebSocketPair());
     server.binaryType = "arraybuffer";
     this.ctx.acceptWebSocket(server, [AGENT_TAG]);
@@ -218,7 +221,9 @@ export class TunnelSession extends DurableObject<Env> {
   }
 
   private socket(): WebSocket | undefined {
-    return this.ctx.getWebSockets(AGENT_TAG).find((ws) => ws.readyState === WebSocket.OPEN);
+    if (this.agentSocket?.readyState === WebSocket.OPEN) return this.agentSocket;
+    this.agentSocket = this.ctx.getWebSockets(AGENT_TAG).find((ws) => ws.readyState === WebSocket.OPEN);
+    return this.agentSocket;
   }
 }
 

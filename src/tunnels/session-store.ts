@@ -36,6 +36,9 @@ const STREAM_IDS_KEY = "stream-ids";
 const TUNNEL_PREFIX = "tunnel:";
 
 export class SessionStore {
+  /** Tunnels read so far, by id (undefined: known absent). Every write goes through this class, so it stays true. */
+  private readonly tunnelMemo = new Map<string, SessionTunnel | undefined>();
+
   constructor(private readonly kv: SyncKvStorage) {}
 
   meta(): SessionMeta | undefined {
@@ -46,8 +49,15 @@ export class SessionStore {
     this.kv.put(META_KEY, meta);
   }
 
+  /** Read on every relayed request: answered from memory after the first read. */
   tunnel(id: string): SessionTunnel | undefined {
-    return this.kv.get<SessionTunnel>(TUNNEL_PREFIX + id);
+    if (this.tunnelMemo.has(id)) return this.tunnelMemo.get(id);
+    const tunnel = this.kv.get<SessionTunnel>(TUNNEL_PREFIX + id);
+    // a bounded memo: unknown ids come from the Worker's host lookups, which only name real tunnels, but a
+    // stale cache could name many; keep at most a few hundred entries
+    if (this.tunnelMemo.size >= 256) this.tunnelMemo.clear();
+    this.tunnelMemo.set(id, tunnel);
+    return tunnel;
   }
 
   tunnels(): SessionTunnel[] {
@@ -56,10 +66,12 @@ export class SessionStore {
 
   saveTunnel(tunnel: SessionTunnel): void {
     this.kv.put(TUNNEL_PREFIX + tunnel.id, tunnel);
+    this.tunnelMemo.set(tunnel.id, tunnel);
   }
 
   deleteTunnel(id: string): void {
     this.kv.delete(TUNNEL_PREFIX + id);
+    this.tunnelMemo.delete(id);
   }
 
   /** Forgets the session and its tunnels (the stream-id reservation stays: hibernated sockets may still hold ids). */

@@ -6,7 +6,7 @@
  */
 
 import { DataSequence, OrderedReceiver, type OrderedSink } from "./framing.ts";
-import { INITIAL_STREAM_WINDOW, ResetCode, type FrameOf } from "./protocol.ts";
+import { INITIAL_STREAM_WINDOW, MAX_DATA_CHUNK, ResetCode, type FrameOf } from "./protocol.ts";
 
 /**
  * Largest window a sender may hold. Increments only ever return bytes the receiver was sent, so a window
@@ -68,12 +68,18 @@ export class SendHalf {
 /**
  * One direction's receiving side: puts the body back in order, holds the peer to the window this end
  * gave (a data frame past it is a protocol error), and says what to acknowledge as bytes are passed on.
+ *
+ * Acknowledgements are batched: bytes passed on are given back once they reach a quarter of the window,
+ * or at once when the peer may be unable to send its next frame (nothing left to pass on here, and less
+ * than a frame's worth of window left on its side), so a stream never waits on an acknowledgement held back.
  */
 export class ReceiveHalf {
   private readonly order: OrderedReceiver;
-  private readonly window: number;
-  /** Bytes received and not yet acknowledged: what the peer has in flight from its point of view, at most. */
+  private window: number;
+  /** Bytes received and not yet passed on. */
   private outstanding = 0;
+  /** Bytes passed on and not yet given back to the peer. */
+  private unacknowledged = 0;
   /** The peer's end arrived (data frames may still be on their way: delivery order is not relied on). */
   private endSeen = false;
 
@@ -86,6 +92,11 @@ export class ReceiveHalf {
     this.window = window;
   }
 
+  /** The window this end gives the peer: what it may have in flight, unacknowledged. */
+  get size(): number {
+    return this.window;
+  }
+
   /** The head arrived: the body that waited for it may go (for a receiver made with `headFirst`). */
   open(): void {
     this.order.open();
@@ -93,7 +104,8 @@ export class ReceiveHalf {
 
   data(frame: FrameOf<"data">): StreamViolation | undefined {
     this.outstanding += frame.bytes.byteLength;
-    if (this.outstanding > this.window) return violation(`data frame ${frame.seq} goes past the flow-control window of ${this.window} bytes`);
+    if (this.outstanding + this.unacknowledged > this.window)
+      return violation(`data frame ${frame.seq} goes past the flow-control window of ${this.window} bytes`);
     if (!this.order.data(frame.seq, frame.bytes)) return violation(`data frame ${frame.seq} repeated or past the end`);
     return undefined;
   }
@@ -105,13 +117,29 @@ export class ReceiveHalf {
   }
 
   /**
+   * This end lets the peer have `extra` more bytes in flight from now on: the window frame that says so, or
+   * undefined when there is nothing to give (the peer has sent its end).
+   */
+  enlarge(extra: number): FrameOf<"window"> | undefined {
+    if (this.endSeen || extra <= 0) return undefined;
+    this.window += extra;
+    return { type: "window", stream: this.stream, increment: extra };
+  }
+
+  /**
    * `bytes` of the body were passed on (written to the client or the local socket): the window frame that
-   * gives them back, or undefined when there is nothing to give (the peer has sent its end).
+   * gives them back, or undefined when it is not yet worth one (see the class comment) or there is nothing
+   * to give (the peer has sent its end).
    */
   acknowledge(bytes: number): FrameOf<"window"> | undefined {
     this.outstanding -= bytes;
-    if (this.endSeen || bytes <= 0) return undefined;
-    return { type: "window", stream: this.stream, increment: bytes };
+    this.unacknowledged += bytes;
+    if (this.endSeen || this.unacknowledged <= 0) return undefined;
+    const peerMayBeStuck = this.outstanding <= 0 && this.window - this.unacknowledged < MAX_DATA_CHUNK;
+    if (this.unacknowledged < this.window / 4 && !peerMayBeStuck) return undefined;
+    const increment = this.unacknowledged;
+    this.unacknowledged = 0;
+    return { type: "window", stream: this.stream, increment };
   }
 }
 

@@ -56,6 +56,8 @@ export interface EdgeSessionOptions {
   /** How long to wait for the edge to answer hello, start or stop (default 15 s). */
   readonly requestTimeoutMs?: number;
   onStreamFrame(frame: StreamFrame): void;
+  /** The frames of one message have all been handed over. */
+  onBatchEnd?(): void;
   /** The connection is gone: streams in flight cannot finish. */
   onDisconnect(reason: string): void;
   /** The edge took a tunnel offline on its own. */
@@ -260,6 +262,7 @@ export class EdgeSession {
       return;
     }
     for (const frame of decoded.frames) this.onFrame(ws, frame);
+    this.options.onBatchEnd?.();
   }
 
   private onFrame(ws: WebSocket, frame: Frame): void {

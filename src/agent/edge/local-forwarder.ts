@@ -11,6 +11,7 @@ import https from "node:https";
 import { HOP_BY_HOP_HEADERS, INITIAL_STREAM_WINDOW, ResetCode, sendableCloseCode, type Frame, type FrameOf, type StreamFrame } from "../../tunnels/protocol.ts";
 import type { OrderedSink } from "../../tunnels/framing.ts";
 import { StreamCore } from "../../tunnels/stream-core.ts";
+import { WindowBudget } from "../../tunnels/window-budget.ts";
 import { combineObservers, type ExchangeInfo, type ExchangeObserver, type ExchangeTap } from "./exchange.ts";
 import { connectLocalWebSocket, type LocalSocket } from "./local-websocket.ts";
 import { closeReason } from "../../close-reason.ts";
@@ -63,6 +64,9 @@ class AgentStream {
   /** For a relayed WebSocket: the agent's socket to the local service. */
   socket?: LocalSocket;
   timers: Array<ReturnType<typeof setTimeout>> = [];
+  /** Extra request window taken from the session's budget (see window-budget.ts). */
+  boost = 0;
+  boostAsked = false;
 
   constructor(
     readonly id: number,
@@ -85,6 +89,9 @@ export class LocalForwarder {
   private readonly connectTimeoutMs: number;
   private readonly responseTimeoutMs: number;
   private readonly receiveWindow: number;
+  private readonly budget = new WindowBudget();
+  /** Streams whose request body started in the current message: a larger window is offered at its end. */
+  private readonly bodies = new Set<AgentStream>();
 
   constructor(private readonly options: ForwarderOptions) {
     this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
@@ -107,6 +114,10 @@ export class LocalForwarder {
         const violation = stream.core.onFrame(frame);
         if (violation) return this.reset(stream, violation.code, `the edge broke the protocol: ${violation.message}`);
         if (frame.type === "window") this.pump(stream);
+        else if (frame.type === "data" && !stream.boostAsked) {
+          stream.boostAsked = true;
+          this.bodies.add(stream);
+        }
         return;
       }
       case "reset":
@@ -120,6 +131,21 @@ export class LocalForwarder {
       case "response_head":
         return this.reset(stream, ResetCode.protocolError, "response_head is sent by the agent, not the edge");
     }
+  }
+
+  /** Call after the frames of one message: a request body that did not end in it may have a larger window. */
+  endBatch(): void {
+    if (this.receiveWindow === Number.POSITIVE_INFINITY) return this.bodies.clear();
+    for (const stream of this.bodies) {
+      if (stream.closed) continue;
+      const boost = this.budget.take();
+      const window = stream.core.receive.enlarge(boost);
+      if (window) {
+        stream.boost = boost;
+        this.options.send(window);
+      } else this.budget.give(boost);
+    }
+    this.bodies.clear();
   }
 
   /** Ends every stream (the session is gone). */
@@ -326,6 +352,9 @@ export class LocalForwarder {
     stream.closed = true;
     stream.clearTimers();
     this.streams.delete(stream.id);
+    this.bodies.delete(stream);
+    this.budget.give(stream.boost);
+    stream.boost = 0;
     if (error || (stream.request && !stream.request.writableFinished)) {
       stream.request?.destroy();
       stream.response?.destroy();
