@@ -14,6 +14,11 @@
  * handed back, and the others' unused admissions stayed counted for a window (measured: under-admission 2.5 %
  * to 28 % in a simulation of the accuracy run, bench/accuracy-sim.ts, and 0 % with one lease at a time).
  *
+ * A busy bucket renews its lease early: once a quarter of a lease period's demand is left (or a quarter of the
+ * period), the next request goes to the object for a new lease while the others go on using the old one, so
+ * requests do not queue at the object when a lease runs out. The new lease replaces the old one; what the old
+ * one still held is handed back with the next call.
+ *
  * Buckets are named by fixed-size ids (hashes of what the client sent), and the memory is bounded by
  * bytes: past `maxBytes` the least recently used bucket is forgotten, which only costs an object call.
  */
@@ -42,6 +47,10 @@ const LEASE_MARGIN_MS = 100;
  * unused admissions are handed back, and `take` never leases more than a tenth of the room.
  */
 const MAX_LEASE = 4096;
+/** Requests in one epoch that make a bucket busy before its epoch is over (see `observe`). */
+const BUSY_EPOCH = 128;
+/** A lease is renewed when 1/RENEW_AT of a lease period's demand, or of the period, is left (see `renewalDue`). */
+const RENEW_AT = 4;
 
 interface BucketMemory {
   /** The bucket admits nothing before this time (0: not known to be limited). */
@@ -49,13 +58,11 @@ interface BucketMemory {
   /** Admissions leased to this isolate and not used yet, usable while now < useBy (0 once the deadline has passed). */
   slots: number;
   useBy: number;
-  /**
-   * Leased admissions this isolate may hand back, all recorded in the object's sub-window starting at `leaseStart`:
-   * while `slots` > 0, the unused ones of the newest lease (never more than `slots`); once the lease has expired
-   * (`slots` = 0), those to hand back with the next object call.
-   */
+  /** The object's sub-window the current lease (all of `slots`) is recorded in. */
   leaseStart: number;
-  unused: number;
+  /** Leased admissions to hand back with the next object call: `returnCount` of the sub-window at `returnStart`. */
+  returnStart: number;
+  returnCount: number;
   /** Requests seen in the current and the previous lease epoch: the demand a lease is sized by. */
   epoch: number;
   seenThisEpoch: number;
@@ -121,9 +128,11 @@ export class IsolateBuckets {
     const memory = this.memoryOf(id);
     const sent = this.now();
     let want = observe(memory, sent);
-    if (this.takeLeased(memory, sent)) return { decision: leasedAdmission(memory, sent) };
-    const handBack = memory.slots === 0 ? memory.unused : 0;
-    if (memory.blockedUntil > sent && handBack === 0) {
+    const leaseIdle = memory.askedAt === 0 || sent - memory.askedAt >= LEASE_MS;
+    const renew = want > 1 && leaseIdle && memory.blockedUntil <= sent && renewalDue(memory, sent, want);
+    if (!renew && this.takeLeased(memory, sent)) return { decision: leasedAdmission(memory, sent) };
+    expire(memory, sent);
+    if (memory.blockedUntil > sent && memory.returnCount === 0) {
       this.stats.cachedRejections++;
       const wait = memory.blockedUntil - sent;
       return { decision: { allowed: false, remaining: 0, retryAfterMs: wait, resetMs: wait, refillMs: wait } };
@@ -131,12 +140,13 @@ export class IsolateBuckets {
     this.stats.objectCalls++;
     if (want > 1) {
       // A request lost in flight (no settle) stops holding back the next lease after a lease period.
-      if (memory.askedAt !== 0 && sent - memory.askedAt < LEASE_MS) want = 1;
+      if (!leaseIdle) want = 1;
       else memory.askedAt = sent;
     }
-    if (handBack === 0) return { want, sent };
-    memory.unused = 0;
-    return { want, sent, returned: { start: memory.leaseStart, count: handBack } };
+    if (memory.returnCount === 0) return { want, sent };
+    const returned = { start: memory.returnStart, count: memory.returnCount };
+    memory.returnCount = 0;
+    return { want, sent, returned };
   }
 
   /**
@@ -178,7 +188,8 @@ export class IsolateBuckets {
       slots: 0,
       useBy: 0,
       leaseStart: 0,
-      unused: 0,
+      returnStart: 0,
+      returnCount: 0,
       epoch: 0,
       seenThisEpoch: 0,
       seenLastEpoch: 0,
@@ -193,7 +204,6 @@ export class IsolateBuckets {
   private takeLeased(memory: BucketMemory, now: number): boolean {
     if (memory.slots > 0 && now < memory.useBy) {
       memory.slots--;
-      memory.unused = Math.min(memory.unused, memory.slots);
       this.stats.leasedAdmissions++;
       return true;
     }
@@ -202,33 +212,56 @@ export class IsolateBuckets {
   }
 }
 
-/** Past the deadline, unused leased admissions are dropped; those of the newest lease (`unused`) are kept to hand back. */
-function expire(memory: BucketMemory, now: number): void {
-  if (now >= memory.useBy) memory.slots = 0;
+/** Renew early once less than a quarter of a lease period's demand, or of the period, is left. */
+function renewalDue(memory: BucketMemory, now: number, want: number): boolean {
+  if (memory.slots === 0 || now >= memory.useBy) return false;
+  return memory.slots <= want / RENEW_AT || memory.useBy - now <= LEASE_MS / RENEW_AT;
 }
 
-/** Takes in `count` admissions leased until `useBy`, recorded in the object's sub-window starting at `start`. */
+/**
+ * Moves what the current lease still holds to the hand-back: taking back admissions that never happened cannot
+ * over-admit. Only one sub-window's hand-back is kept; an older one still pending is given up (it only stays counted).
+ */
+function retire(memory: BucketMemory): void {
+  if (memory.slots === 0) return;
+  if (memory.returnCount > 0 && memory.returnStart === memory.leaseStart) memory.returnCount += memory.slots;
+  else {
+    memory.returnStart = memory.leaseStart;
+    memory.returnCount = memory.slots;
+  }
+  memory.slots = 0;
+}
+
+/** Past the deadline, the lease's unused admissions go to the hand-back. */
+function expire(memory: BucketMemory, now: number): void {
+  if (now >= memory.useBy) retire(memory);
+}
+
+/**
+ * Takes in `count` admissions leased until `useBy`, recorded in the object's sub-window starting at `start`. The new
+ * lease replaces the one held (renewed early): that one's remaining admissions are handed back, never used past
+ * their own deadline.
+ */
 function lease(memory: BucketMemory, now: number, useBy: number, start: number, count: number): void {
-  expire(memory, now);
+  retire(memory);
   if (now >= useBy) {
-    // A slow answer, past its own deadline: none of it may be used, all of it goes back (with what is pending
-    // when that is in the same sub-window; otherwise it is given up, and only stays counted).
-    if (memory.slots > 0 || (memory.unused > 0 && memory.leaseStart !== start)) return;
+    // A slow answer, past its own deadline: none of it may be used, all of it goes back.
+    memory.slots = count;
     memory.leaseStart = start;
-    memory.unused += count;
+    retire(memory);
     return;
   }
-  // Two leases held at once (rare: one is asked for at a time) are both used by the earlier deadline. Only one
-  // sub-window's admissions can be handed back: the new lease's, plus the held one's when they share it. A
-  // hand-back still pending (an expired lease not yet reported) is given up, and only stays counted.
-  const held = memory.slots;
-  memory.slots = held + count;
-  memory.useBy = held > 0 ? Math.min(memory.useBy, useBy) : useBy;
-  memory.unused = (held > 0 && memory.leaseStart === start ? memory.unused : 0) + count;
+  memory.slots = count;
+  memory.useBy = useBy;
   memory.leaseStart = start;
 }
 
-/** Counts the request in its epoch and returns how many admissions a lease should ask for. */
+/**
+ * Counts the request in its epoch and returns how many admissions a lease should ask for: the previous epoch's
+ * requests; once this epoch has seen BUSY_EPOCH requests, the requests of the last lease period estimated from
+ * both epochs (a sliding-window count), so a bucket that turns busy gets leases within its first period instead
+ * of after it, while short bursts (which leave leases unused) are still decided one by one.
+ */
 function observe(memory: BucketMemory, now: number): number {
   const epoch = Math.floor(now / LEASE_MS);
   if (epoch !== memory.epoch) {
@@ -237,5 +270,7 @@ function observe(memory: BucketMemory, now: number): number {
     memory.epoch = epoch;
   }
   memory.seenThisEpoch++;
-  return Math.min(MAX_LEASE, Math.max(1, memory.seenLastEpoch));
+  if (memory.seenThisEpoch < BUSY_EPOCH) return Math.min(MAX_LEASE, Math.max(1, memory.seenLastEpoch));
+  const previousShare = 1 - (now - epoch * LEASE_MS) / LEASE_MS;
+  return Math.min(MAX_LEASE, Math.max(memory.seenLastEpoch, Math.floor(memory.seenThisEpoch + memory.seenLastEpoch * previousShare)));
 }

@@ -147,9 +147,86 @@ describe("isolate bucket memory", () => {
     buckets.settle("b", LEASE_MS + 1, answer(1));
     expect(buckets.consult("b")).toMatchObject({ want: 1 }); // the lease request is still in flight
     buckets.settle("b", LEASE_MS, answer(3));
+    // 2 leased admissions left, less than a quarter of the demand: the next request renews the lease early, and
+    // while that is in flight the others use the 2.
+    expect(buckets.consult("b")).toMatchObject({ want: 30 });
     expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } });
     expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } });
-    expect(buckets.consult("b")).toMatchObject({ want: 30 }); // used up: the next lease may be asked for
+    expect(buckets.consult("b")).toMatchObject({ want: 1 }); // used up, the renewal still in flight
+  });
+
+  it("renews a busy bucket's lease early: the new lease replaces the old one, whose remaining admissions go back with the next call", () => {
+    let now = 0;
+    const buckets = new IsolateBuckets({ now: () => now });
+    const answer = (granted: number, leaseStart: number): LeaseDecision => ({
+      allowed: true,
+      granted,
+      leaseStart,
+      remaining: 1_000_000,
+      retryAfterMs: 0,
+      resetMs: 0,
+      refillMs: 60_000,
+    });
+    for (let i = 0; i < 60; i++, now += 5) {
+      const consulted = buckets.consult("b");
+      if ("want" in consulted) buckets.settle("b", consulted.sent, answer(1, 0));
+    }
+    now = LEASE_MS;
+    expect(buckets.consult("b")).toEqual({ want: 60, sent: LEASE_MS });
+    buckets.settle("b", LEASE_MS, answer(60, 2_000));
+    let leased = 0;
+    let renewal = buckets.consult("b");
+    while ("decision" in renewal) {
+      leased++;
+      renewal = buckets.consult("b");
+    }
+    expect(leased).toBe(59 - 15); // renewed once a quarter of the demand (15) was left
+    expect(renewal).toEqual({ want: 60, sent: LEASE_MS });
+    for (let i = 0; i < 5; i++) expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } }); // while it is in flight
+    now += 20;
+    buckets.settle("b", LEASE_MS, answer(60, 3_000));
+    // The new lease's 59 are used now; the old lease's 10 left are handed back with the next object call.
+    let next = buckets.consult("b");
+    let fromNewLease = 0;
+    while ("decision" in next) {
+      fromNewLease++;
+      next = buckets.consult("b");
+    }
+    expect(fromNewLease).toBe(59 - 15);
+    expect(next).toMatchObject({ want: 60, returned: { start: 2_000, count: 10 } });
+  });
+
+  it("a bucket that turns busy asks for a lease within its first lease period, sized by its requests so far", () => {
+    let now = 0;
+    const buckets = new IsolateBuckets({ now: () => now });
+    const wants: number[] = [];
+    for (let i = 0; i < 200; i++, now += 0.5) {
+      const consulted = buckets.consult("b");
+      if ("want" in consulted) {
+        wants.push(consulted.want);
+        buckets.settle("b", consulted.sent, { allowed: true, granted: 1, leaseStart: 0, remaining: 1_000_000, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 });
+      }
+    }
+    // One by one up to 127 requests (a short burst leaves a lease unused), then a lease of what the epoch has seen.
+    expect(wants.slice(0, 127).every((want) => want === 1)).toBe(true);
+    expect(wants[127]).toBe(128);
+  });
+
+  it("renews a lease early when a quarter of its period is left, whatever it still holds", () => {
+    let now = 0;
+    const buckets = new IsolateBuckets({ now: () => now });
+    const answer = (granted: number): LeaseDecision => ({ allowed: true, granted, leaseStart: 0, remaining: 1_000, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 });
+    for (let i = 0; i < 8; i++, now += 100) {
+      const consulted = buckets.consult("b");
+      if ("want" in consulted) buckets.settle("b", consulted.sent, answer(1));
+    }
+    now = LEASE_MS;
+    buckets.settle("b", (buckets.consult("b") as { sent: number }).sent, answer(8));
+    // 7 leased, usable until 2·LEASE_MS − 100; a quarter of the period before that, the lease is renewed.
+    now = 2 * LEASE_MS - 100 - LEASE_MS / 4 - 1;
+    expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } });
+    now += 1;
+    expect(buckets.consult("b")).toEqual({ want: 8, sent: now });
   });
 
   it("a lease request that never comes back holds back the next one for one lease period only", () => {
@@ -255,9 +332,10 @@ describe("isolate bucket memory", () => {
     const consulted = buckets.consult("b");
     expect(consulted).toEqual({ want: 10, sent: LEASE_MS });
     buckets.settle("b", LEASE_MS, { allowed: true, granted: 10, leaseStart: 0, remaining: 90, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 });
-    for (let i = 0; i < 9; i++) expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } });
+    // 9 leased: used until a quarter of the demand (2.5) is left, then the lease is renewed early.
+    for (let i = 0; i < 7; i++) expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } });
     expect(buckets.consult("b")).toMatchObject({ want: 10 });
-    expect(buckets.stats.leasedAdmissions).toBe(9);
+    expect(buckets.stats.leasedAdmissions).toBe(7);
   });
 
   it("is bounded by bytes: past maxBytes the least recently used bucket is forgotten", () => {
