@@ -215,7 +215,15 @@ describe("isolate bucket memory", () => {
   it("renews a lease early when a quarter of its period is left, whatever it still holds", () => {
     let now = 0;
     const buckets = new IsolateBuckets({ now: () => now });
-    const answer = (granted: number): LeaseDecision => ({ allowed: true, granted, leaseStart: 0, remaining: 1_000, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 });
+    const answer = (granted: number): LeaseDecision => ({
+      allowed: true,
+      granted,
+      leaseStart: 0,
+      remaining: 1_000,
+      retryAfterMs: 0,
+      resetMs: 0,
+      refillMs: 60_000,
+    });
     for (let i = 0; i < 8; i++, now += 100) {
       const consulted = buckets.consult("b");
       if ("want" in consulted) buckets.settle("b", consulted.sent, answer(1));
