@@ -106,7 +106,7 @@ export async function handleGatewayRequest(
   }
   const label = `${route.edgeId}/${route.id}`;
   const read = handlers.routeModules;
-  const modules = read ? (isolate.routeModules.fresh(label) ?? (await isolate.routeModules.get(label, () => read(env, route)))) : {};
+  const modules = read ? (isolate.routeModules.current(label) ?? (await isolate.routeModules.get(label, () => read(env, route)))) : {};
   const upstream: Upstream = route.upstream;
   const converter = modules.websocket_tcp_converter?.enabled && upstream.kind === "tcp" ? upstream : undefined;
   const breaker = modules.circuit_breaker?.enabled ? modules.circuit_breaker : undefined;

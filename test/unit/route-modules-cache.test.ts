@@ -25,6 +25,35 @@ describe("route modules cache", () => {
     expect(read).toHaveBeenCalledTimes(1);
   });
 
+  it("once expired, one request re-reads while the others go on with the expired modules (not a store call each)", async () => {
+    let now = 1_000;
+    const cache = new RouteModulesCache({ now: () => now });
+    await cache.get("edge/r", reader(converter));
+    expect(cache.current("edge/r")).toEqual(converter);
+    now += MODULES_TTL_MS;
+    expect(cache.current("edge/r")).toBeUndefined(); // this request re-reads
+    let answer!: (modules: RouteModules) => void;
+    const slow = vi.fn(() => new Promise<RouteModules>((resolve) => (answer = resolve)));
+    const rereading = cache.get("edge/r", slow);
+    for (let i = 0; i < 100; i++) expect(cache.current("edge/r")).toEqual(converter);
+    answer(off);
+    expect(await rereading).toEqual(off);
+    expect(cache.current("edge/r")).toEqual(off);
+    expect(slow).toHaveBeenCalledTimes(1);
+  });
+
+  it("a re-read that never finishes holds the others for one TTL only", async () => {
+    let now = 1_000;
+    const cache = new RouteModulesCache({ now: () => now });
+    await cache.get("edge/r", reader(converter));
+    now += MODULES_TTL_MS;
+    void cache.get("edge/r", () => new Promise<RouteModules>(() => {}));
+    now += MODULES_TTL_MS - 1;
+    expect(cache.current("edge/r")).toEqual(converter);
+    now += 1;
+    expect(cache.current("edge/r")).toBeUndefined();
+  });
+
   it("remembers each route on its own", async () => {
     const cache = new RouteModulesCache({ now: () => 0 });
     expect(await cache.get("edge/a", reader(converter))).toEqual(converter);

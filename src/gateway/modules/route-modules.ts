@@ -2,7 +2,8 @@
  * The route modules (circuit breaker, websocket TCP converter) as the gateway applies them, and the
  * isolate's memory of them: each route's modules are read from the store at most once per
  * MODULES_TTL_MS, so a route's traffic costs no store call per request and a change through the
- * management API takes effect within MODULES_TTL_MS.
+ * management API takes effect within MODULES_TTL_MS (plus one store read: while one request re-reads,
+ * the others go on with what was remembered).
  *
  * Only resolved values are shared between requests: workerd ties I/O to the request that started
  * it, so a request must never await a store call that another request made.
@@ -44,6 +45,8 @@ export interface RouteModulesCacheOptions {
 interface Remembered {
   readonly until: number;
   readonly modules: RouteModules;
+  /** When a request began re-reading these expired modules (0: none is). */
+  refreshingSince: number;
 }
 
 /** One isolate's memory of route modules; worker.ts keeps one per isolate in its IsolateState. */
@@ -64,10 +67,19 @@ export class RouteModulesCache {
     return this.remembered.size;
   }
 
-  /** The remembered modules of route `label` while they are fresh, without waiting (the per-request path). */
-  fresh(label: string): RouteModules | undefined {
+  /**
+   * The modules to apply to a request of route `label` without waiting (the per-request path): the remembered ones
+   * while fresh, and also once expired while another request re-reads them, so one request reads the store per
+   * expiry instead of every request that arrives during the read. Undefined: this request should `get` them.
+   */
+  current(label: string): RouteModules | undefined {
     const hit = this.remembered.get(label);
-    return hit && hit.until > this.now() ? hit.modules : undefined;
+    if (!hit) return undefined;
+    const now = this.now();
+    if (hit.until > now) return hit.modules;
+    // A re-read that never finished (its request was cancelled) stops holding the others after one TTL.
+    if (hit.refreshingSince !== 0 && now - hit.refreshingSince < this.ttlMs) return hit.modules;
+    return undefined;
   }
 
   /**
@@ -77,6 +89,7 @@ export class RouteModulesCache {
   async get(label: string, read: () => Promise<RouteModules>): Promise<RouteModules> {
     const hit = this.remembered.get(label);
     if (hit && hit.until > this.now()) return hit.modules;
+    if (hit) hit.refreshingSince = this.now();
     try {
       const modules = await read();
       this.remember(label, modules);
@@ -91,6 +104,6 @@ export class RouteModulesCache {
     // Most recently stored last, so the first entry is the one to forget.
     this.remembered.delete(label);
     if (this.remembered.size >= this.maxEntries) this.remembered.delete(this.remembered.keys().next().value!);
-    this.remembered.set(label, { until: this.now() + this.ttlMs, modules });
+    this.remembered.set(label, { until: this.now() + this.ttlMs, modules, refreshingSince: 0 });
   }
 }
