@@ -9,6 +9,7 @@ import type { IsolateBuckets } from "../limiter/isolate-buckets.ts";
 import { ingressId } from "../ingress.ts";
 import { withRateLimitFields } from "../policy/rate-limit-fields.ts";
 import { rateLimitServices } from "./limiter-client.ts";
+import type { Route } from "./gateway-config.ts";
 import type { RouteTable } from "./route-table.ts";
 import { dispatch, type UpstreamHandlers } from "./upstream.ts";
 import { withCircuitBreaker } from "./modules/breaker-client.ts";
@@ -87,6 +88,18 @@ export async function runThroughPolicy(
   );
 }
 
+/** A route's label (`edge/route`) and bucket scope, made once per route rather than per request. */
+const routeNames = new WeakMap<Route, { label: string; scope: string }>();
+function namesOf(route: Route): { label: string; scope: string } {
+  let names = routeNames.get(route);
+  if (!names) {
+    const label = `${route.edgeId}/${route.id}`;
+    names = { label, scope: `route:${label}` };
+    routeNames.set(route, names);
+  }
+  return names;
+}
+
 /** Serves a request addressed to a route of policies/gateway.yaml (`url`: the request's, when already parsed). */
 export async function handleGatewayRequest(
   request: Request,
@@ -104,7 +117,7 @@ export async function handleGatewayRequest(
       path: url.pathname,
     }).toResponse();
   }
-  const label = `${route.edgeId}/${route.id}`;
+  const { label, scope } = namesOf(route);
   const read = handlers.routeModules;
   const modules = read ? (isolate.routeModules.current(label) ?? (await isolate.routeModules.get(label, () => read(env, route)))) : {};
   const upstream: Upstream = route.upstream;
@@ -124,5 +137,5 @@ export async function handleGatewayRequest(
     };
     forward = (original, exchange) => withCircuitBreaker(env, ctx, isolate.breakers, ingressId(env, request), label, spec, () => direct(original, exchange));
   }
-  return runThroughPolicy(request, env, isolate, { scope: `route:${label}`, policy: route.policy, forward }, url);
+  return runThroughPolicy(request, env, isolate, { scope, policy: route.policy, forward }, url);
 }
