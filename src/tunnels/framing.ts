@@ -111,7 +111,18 @@ export class FrameOutbox {
   ) {}
 
   push(frame: Frame): void {
-    const part = isBinaryFrame(frame) ? frame : encodeFrame(frame);
+    this.add(isBinaryFrame(frame) ? frame : encodeFrame(frame));
+  }
+
+  /**
+   * A frame already encoded (encodeDataInPlace): a message of this one frame goes out as it is, uncopied.
+   * The bytes must not change until the batch goes out.
+   */
+  pushEncoded(encoded: Uint8Array): void {
+    this.add(encoded);
+  }
+
+  private add(part: BinaryFrame | Uint8Array): void {
     const bytes = part instanceof Uint8Array ? part.byteLength : binaryFrameSize(part);
     if (this.size + bytes > MAX_MESSAGE_BYTES) this.flush();
     this.parts.push(part);

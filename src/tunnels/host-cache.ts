@@ -14,6 +14,8 @@ const ENTRY_BYTES = 512;
 
 interface Entry {
   readonly claim: HostClaim;
+  /** The serving session's Durable Object id, once asked for (idFromName hashes the name each time). */
+  sessionId?: DurableObjectId;
   readonly until: number;
   readonly bytes: number;
 }
@@ -37,6 +39,14 @@ export class HostCache {
   get(label: string): HostClaim | undefined {
     const entry = this.entries.get(label);
     return entry && entry.until > this.now() ? entry.claim : undefined;
+  }
+
+  /** The id of the session serving `label` under `claim`, made once per remembered claim. */
+  sessionId(label: string, claim: HostClaim, make: () => DurableObjectId): DurableObjectId {
+    const entry = this.entries.get(label);
+    if (entry?.claim !== claim) return make();
+    entry.sessionId ??= make();
+    return entry.sessionId;
   }
 
   remember(label: string, claim: HostClaim): void {

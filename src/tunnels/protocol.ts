@@ -308,6 +308,22 @@ export function writeBinaryFrame(frame: BinaryFrame, target: Uint8Array, offset:
   return offset + size;
 }
 
+/** Bytes a data frame puts before its body: the header and the sequence number. */
+export const DATA_FRAME_HEADROOM = HEADER_BYTES + 4;
+
+/**
+ * Encodes a data frame without copying its body: the header goes into the DATA_FRAME_HEADROOM bytes just
+ * before `frame.bytes` in its buffer, which the caller owns and left free for it. Returns the whole frame.
+ */
+export function encodeDataInPlace(frame: FrameOf<"data">): Uint8Array {
+  const stream = checkStream(frame);
+  const { bytes } = frame;
+  if (bytes.byteOffset < DATA_FRAME_HEADROOM) throw new RangeError(`a data frame's body at offset ${bytes.byteOffset} leaves no room for its header`);
+  const encoded = new Uint8Array(bytes.buffer, bytes.byteOffset - DATA_FRAME_HEADROOM, DATA_FRAME_HEADROOM + bytes.byteLength);
+  writeHeader(encoded, 0, "data", stream, 4 + bytes.byteLength).setUint32(HEADER_BYTES, frame.seq);
+  return encoded;
+}
+
 /** Encodes one frame. Throws only on a programming error (a stream id out of range). */
 export function encodeFrame(frame: Frame): Uint8Array {
   if (isBinaryFrame(frame)) {

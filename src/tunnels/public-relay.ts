@@ -43,7 +43,7 @@ export async function relayToTunnel(request: Request, env: Env, services: Tunnel
         const relay =
           `https://tunnel-session${RELAY_PATH}?tunnel=${encodeURIComponent(claim.tunnelId)}&target=${encodeURIComponent(url.pathname + url.search)}` +
           `&client=${encodeURIComponent(exchange.clientIp)}&scheme=${encodeURIComponent(url.protocol.replace(":", ""))}&host=${encodeURIComponent(host)}`;
-        const session = env.TUNNEL_SESSION.get(env.TUNNEL_SESSION.idFromName(claim.sessionId));
+        const session = env.TUNNEL_SESSION.get(services.hosts.sessionId(label, claim, () => env.TUNNEL_SESSION.idFromName(claim.sessionId)));
         // the local service gets the client's Accept-Encoding, not the one the platform put in its place
         const headers = clientRequestHeaders(exchange.request.headers, request.cf);
         const answer = await session.fetch(relay, { method: original.method, headers, body: original.body });

@@ -46,6 +46,7 @@ export class TunnelSession extends DurableObject<Env> {
     const ids = new StreamIds(this.store.streamIds, (id) => this.streams.has(id) || this.publicSockets.holds(id));
     this.streams = new EdgeStreams({
       send: (frame) => this.send(frame),
+      sendEncoded: (encoded) => this.outbox.pushEncoded(encoded),
       allocateId: () => ids.allocate(),
       failureResponse: (failure, host) => streamFailure(failure.code, failure.message, host).toResponse(),
       acceptWebSocket: (stream, request, headers) => this.publicSockets.accept(stream, request.tunnelId, headers),

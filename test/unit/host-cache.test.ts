@@ -24,6 +24,20 @@ describe("the isolate's host cache", () => {
     expect(hosts.get("h0")).toBeUndefined();
   });
 
+  it("makes a remembered claim's session id once, and again for a claim that replaced it", () => {
+    const hosts = new HostCache({ now: () => 0 });
+    const first = claim("tn_1");
+    hosts.remember("shop", first);
+    let made = 0;
+    const make = () => ({ name: `id${++made}` }) as unknown as DurableObjectId;
+    expect(hosts.sessionId("shop", first, make)).toBe(hosts.sessionId("shop", first, make));
+    expect(made).toBe(1);
+    const second = { ...claim("tn_1"), sessionId: "ts_2" };
+    hosts.remember("shop", second);
+    expect(hosts.sessionId("shop", first, make)).not.toBe(hosts.sessionId("shop", second, make));
+    expect(made).toBe(3);
+  });
+
   it("a claim larger than the whole bound is not kept", () => {
     const hosts = new HostCache({ now: () => 0, maxBytes: 1_000 });
     hosts.remember("big", claim("tn_1", { pad: "x".repeat(2_000) }));
