@@ -34,13 +34,14 @@ export function rateLimitField(fields: readonly RateLimitField[]): string {
 /**
  * The response with the request's RateLimit fields added (the same response when there are none). It is
  * rebuilt around its body: headers of a response from `fetch` are immutable, and finding that out by
- * catching the TypeError costs more than the copy.
+ * catching the TypeError costs more than the copy. Built from the response itself, its headers are copied
+ * once (a Headers copy passed as init would be copied twice).
  */
 export function withRateLimitFields(response: Response, exchange: Exchange): Response {
   const fields = exchange.rateLimitFields;
   if (!fields || fields.length === 0 || response.webSocket) return response;
-  const headers = new Headers(response.headers);
-  headers.set("ratelimit-policy", rateLimitPolicyField(fields));
-  headers.set("ratelimit", rateLimitField(fields));
-  return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+  const withFields = new Response(response.body, response);
+  withFields.headers.set("ratelimit-policy", rateLimitPolicyField(fields));
+  withFields.headers.set("ratelimit", rateLimitField(fields));
+  return withFields;
 }
