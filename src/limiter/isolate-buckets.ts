@@ -48,7 +48,7 @@ const LEASE_MARGIN_MS = 100;
  */
 const MAX_LEASE = 4096;
 /** Requests in one epoch that make a bucket busy before its epoch is over (see `observe`). */
-const BUSY_EPOCH = 128;
+const BUSY_EPOCH = 32;
 /** A lease is renewed when 1/RENEW_AT of a lease period's demand, or of the period, is left (see `renewalDue`). */
 const RENEW_AT = 4;
 
