@@ -45,6 +45,8 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
   let tunnels!: TunnelManager;
   const forwarder: LocalForwarder = new LocalForwarder({
     send: (frame) => session.send(frame),
+    sendEncoded: (encoded) => session.sendEncoded(encoded),
+    maxDataChunk: () => session.maxDataChunk,
     lookup: (tunnelId) => tunnels.lookup(tunnelId),
     sessionKey: () => session.status.sessionId ?? "offline",
     connectTimeoutMs: options.connectTimeoutMs,

@@ -27,6 +27,11 @@ export class DataSequence {
     }
   }
 
+  /** One data frame of `bytes`, whatever their size (the caller keeps to the size the peer takes). */
+  frame(bytes: Uint8Array): FrameOf<"data"> {
+    return { type: "data", stream: this.stream, seq: this.sent++, bytes };
+  }
+
   end(): FrameOf<"end"> {
     return { type: "end", stream: this.stream, count: this.sent };
   }

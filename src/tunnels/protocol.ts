@@ -38,6 +38,13 @@ export const HEARTBEAT_PING = "tollgate:ping";
 export const HEARTBEAT_PONG = "tollgate:pong";
 /** Largest body chunk carried by one data frame. */
 export const MAX_DATA_CHUNK = 64 * 1024;
+/**
+ * Largest body chunk of a data frame from an agent that the edge told so (`max_data_chunk` in welcome): a
+ * frame per message rather than eight, so the edge writes a response body into the client's stream an eighth
+ * as often (each write costs about the same whatever its size). What either end buffers is still bounded by
+ * the window, not by the frame; an older agent is not told and keeps MAX_DATA_CHUNK.
+ */
+export const LARGE_DATA_CHUNK = 512 * 1024;
 /** Largest WebSocket message relayed through a tunnel (workerd takes messages up to 1 MiB). */
 export const MAX_WS_MESSAGE = 1024 * 1024 - 1024;
 /** Unacknowledged body bytes a sender may have in flight per stream and direction. */
@@ -95,6 +102,8 @@ export const payloadSchemas = {
     region: z.string(),
     /** How often the agent should send HEARTBEAT_PING. */
     heartbeat_ms: z.number().int().positive(),
+    /** Largest data frame body the edge takes from this agent; absent (an older edge): MAX_DATA_CHUNK. */
+    max_data_chunk: z.number().int().min(MAX_DATA_CHUNK).max(LARGE_DATA_CHUNK).optional(),
   }),
   start_tunnel: z.object({
     request_id: z.number().int().nonnegative(),
@@ -353,7 +362,7 @@ export type DecodeManyResult = { ok: true; frames: Frame[] } | { ok: false; erro
  * Decodes and validates the frames of one WebSocket message; anything malformed comes back as
  * `ok: false` with the reason (and nothing of the message is used).
  */
-export function decodeFrames(input: ArrayBuffer | ArrayBufferView): DecodeManyResult {
+export function decodeFrames(input: ArrayBuffer | ArrayBufferView, maxDataChunk: number = MAX_DATA_CHUNK): DecodeManyResult {
   // ArrayBuffer.isView rather than instanceof: buffers may come from another realm (a test runner, a worker).
   const bytes = ArrayBuffer.isView(input) ? new Uint8Array(input.buffer, input.byteOffset, input.byteLength) : new Uint8Array(input);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -371,7 +380,7 @@ export function decodeFrames(input: ArrayBuffer | ArrayBufferView): DecodeManyRe
     if (isSessionType(type) !== (stream === 0)) {
       return fail(isSessionType(type) ? `${type} frame must be on stream 0` : `${type} frame must not be on stream 0`);
     }
-    const decoded = decodePayload(type, stream, bytes.subarray(offset + HEADER_BYTES, offset + HEADER_BYTES + length));
+    const decoded = decodePayload(type, stream, bytes.subarray(offset + HEADER_BYTES, offset + HEADER_BYTES + length), maxDataChunk);
     if (!decoded.ok) return fail(decoded.error);
     frames.push(decoded.frame);
     offset += HEADER_BYTES + length;
@@ -387,12 +396,12 @@ export function decodeFrame(input: ArrayBuffer | ArrayBufferView): DecodeResult 
   return { ok: true, frame: decoded.frames[0] };
 }
 
-function decodePayload(type: FrameTypeName, stream: number, payload: Uint8Array): DecodeResult {
+function decodePayload(type: FrameTypeName, stream: number, payload: Uint8Array, maxDataChunk: number): DecodeResult {
   const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
   switch (type) {
     case "data":
       if (payload.byteLength < 4) return fail("data frame must start with a 4-byte sequence number");
-      if (payload.byteLength - 4 > MAX_DATA_CHUNK) return fail(`data frame of ${payload.byteLength - 4} bytes exceeds ${MAX_DATA_CHUNK}`);
+      if (payload.byteLength - 4 > maxDataChunk) return fail(`data frame of ${payload.byteLength - 4} bytes exceeds ${maxDataChunk}`);
       return { ok: true, frame: { type, stream, seq: view.getUint32(0), bytes: payload.subarray(4) } };
     case "end":
       if (payload.byteLength !== 4) return fail("end frame must carry a 4-byte count of data frames");

@@ -11,7 +11,7 @@ import type { Env } from "../env.ts";
 import { EdgeStreams } from "./edge-streams.ts";
 import { streamFailure } from "./errors.ts";
 import { FrameOutbox } from "./framing.ts";
-import { CloseCode, decodeFrames, HEARTBEAT_PING, HEARTBEAT_PONG, ResetCode, type Frame } from "./protocol.ts";
+import { CloseCode, decodeFrames, HEARTBEAT_PING, HEARTBEAT_PONG, LARGE_DATA_CHUNK, ResetCode, type Frame } from "./protocol.ts";
 import { AGENT_TAG, PublicSockets } from "./public-sockets.ts";
 import { firstCheck, liveness } from "./session-liveness.ts";
 import { SessionStore, type SessionInfo, type SessionMeta } from "./session-store.ts";
@@ -76,14 +76,16 @@ export class TunnelSession extends DurableObject<Env> {
   }
 
   override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
-    if (this.publicSockets.isPublic(ws)) return this.publicSockets.fromClient(ws, message);
+    // the agent's socket is known without asking for its tags (getTags per message: ~2–3 % of a download)
+    if (ws !== this.agentSocket && this.publicSockets.isPublic(ws)) return this.publicSockets.fromClient(ws, message);
     this.lastFrameAt = Date.now();
     if (typeof message === "string") {
       if (message === HEARTBEAT_PING) ws.send(HEARTBEAT_PONG);
       else await this.protocolError(ws, "text messages other than heartbeats are not part of the protocol");
       return;
     }
-    const decoded = decodeFrames(message);
+    // data frames up to LARGE_DATA_CHUNK: welcome told the agent so (an older agent ignores it and sends less)
+    const decoded = decodeFrames(message, LARGE_DATA_CHUNK);
     if (!decoded.ok) return this.protocolError(ws, decoded.error);
     // Stream frames are handled synchronously, in the order they came; only session frames (start and
     // stop, which call other objects) are awaited, after the batch's stream frames are dealt with.
@@ -104,7 +106,7 @@ export class TunnelSession extends DurableObject<Env> {
       case "hello": {
         const meta = this.store.meta();
         if (!meta) return;
-        this.send({ type: "welcome", session_id: meta.sessionId, region: meta.region, heartbeat_ms: meta.heartbeatMs });
+        this.send({ type: "welcome", session_id: meta.sessionId, region: meta.region, heartbeat_ms: meta.heartbeatMs, max_data_chunk: LARGE_DATA_CHUNK });
         return this.tunnels.recordSession(meta, frame);
       }
       case "start_tunnel":

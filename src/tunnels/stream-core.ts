@@ -42,6 +42,11 @@ export class SendHalf {
     return this.sequence.frames(chunk);
   }
 
+  /** One data frame of `bytes`, sized by the caller to what the peer takes; send it only once `fits` allows. */
+  frame(bytes: Uint8Array): FrameOf<"data"> {
+    return this.sequence.frame(bytes);
+  }
+
   fits(frame: FrameOf<"data">): boolean {
     return frame.bytes.byteLength <= this.window;
   }

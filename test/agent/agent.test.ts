@@ -3,7 +3,7 @@ import { startAgent, type Agent } from "../../src/agent/agent.ts";
 import { sendToLocal } from "../../src/agent/edge/replay.ts";
 import type { ExchangeInfo } from "../../src/agent/edge/exchange.ts";
 import { parseAgentConfig } from "../../src/agent/settings/load.ts";
-import { encodeFrame, INITIAL_STREAM_WINDOW, type Frame, type FrameOf } from "../../src/tunnels/protocol.ts";
+import { encodeFrame, INITIAL_STREAM_WINDOW, LARGE_DATA_CHUNK, MAX_DATA_CHUNK, type Frame, type FrameOf } from "../../src/tunnels/protocol.ts";
 import { FakeEdge } from "./support/fake-edge.ts";
 import { ngrokClient, type NgrokClientError } from "./support/ngrok-client.ts";
 import { closedPort, patternBytes, sha256, startUpstream, type Upstream } from "./support/upstream.ts";
@@ -24,6 +24,7 @@ afterAll(async () => {
 
 afterEach(async () => {
   edge.refuse = undefined;
+  edge.maxDataChunk = undefined;
   await Promise.all(agents.splice(0).map((agent) => agent.stop()));
 });
 
@@ -234,6 +235,42 @@ describe("relaying to the local service", () => {
     await expect(stalled).rejects.toThrow(/within 1500 ms/);
     expect(session.pendingData(stalledStream)).toBeLessThanOrEqual(INITIAL_STREAM_WINDOW);
   });
+  it("sends response data frames as large as the edge's welcome allows, within the window, the body whole", async () => {
+    edge.maxDataChunk = LARGE_DATA_CHUNK;
+    const agent = await agentWith({ tunnels: { web: { addr: upstream.port } } });
+    await agentReady(agent, ["web"]);
+    const session = await edge.session(edge.sessions.length - 1);
+    const size = 6 * INITIAL_STREAM_WINDOW + 123;
+    const answer = await session.relay(edge.tunnelId("web"), { target: `/bytes/${size}` });
+    expect(sha256(answer.body)).toBe(sha256(patternBytes(size)));
+    // the local service writes 64 KiB at a time: larger frames are pieces gathered in one turn
+    expect(session.largestData).toBeGreaterThan(MAX_DATA_CHUNK);
+    expect(session.largestData).toBeLessThanOrEqual(LARGE_DATA_CHUNK);
+  });
+
+  it("holds frames to the edge's window even when they may be large", async () => {
+    edge.maxDataChunk = LARGE_DATA_CHUNK;
+    const agent = await agentWith({ tunnels: { web: { addr: upstream.port } } });
+    await agentReady(agent, ["web"]);
+    const session = await edge.session(edge.sessions.length - 1);
+    const stalled = session.relay(edge.tunnelId("web"), { target: `/bytes/${4 * INITIAL_STREAM_WINDOW}` }, { ackResponse: false, timeoutMs: 1500 });
+    const stream = session.lastStream;
+    await expect(stalled).rejects.toThrow(/within 1500 ms/);
+    expect(session.pendingData(stream)).toBeLessThanOrEqual(INITIAL_STREAM_WINDOW);
+  });
+
+  it("keeps to MAX_DATA_CHUNK for an edge whose welcome says nothing of frame sizes (an older edge)", async () => {
+    const agent = await agentWith({ tunnels: { web: { addr: upstream.port } } });
+    await agentReady(agent, ["web"]);
+    expect(agent.session.maxDataChunk).toBe(MAX_DATA_CHUNK);
+    const session = await edge.session(edge.sessions.length - 1);
+    const size = 3 * INITIAL_STREAM_WINDOW;
+    // the fake edge decodes with MAX_DATA_CHUNK and throws on a larger frame
+    const answer = await session.relay(edge.tunnelId("web"), { target: `/bytes/${size}` });
+    expect(sha256(answer.body)).toBe(sha256(patternBytes(size)));
+    expect(session.largestData).toBeLessThanOrEqual(MAX_DATA_CHUNK);
+  });
+
   it("refuses a request head for a stream that is still open, and the open exchange goes on untouched", async () => {
     const agent = await agentWith({ tunnels: { web: { addr: upstream.port } } });
     await agentReady(agent, ["web"]);

@@ -10,6 +10,7 @@ import {
   AGENT_SESSION_PATH,
   decodeFrames,
   HEARTBEAT_PING,
+  MAX_DATA_CHUNK,
   HEARTBEAT_PONG,
   PROTOCOL_VERSION,
   type Frame,
@@ -97,6 +98,8 @@ export class EdgeSession {
   private lastSeen = 0;
   private pingSentAt = 0;
   private everOnline = false;
+  /** Largest data frame body the edge takes (its welcome says; older edges take MAX_DATA_CHUNK). */
+  private dataChunk = MAX_DATA_CHUNK;
   private readonly outbox = new FrameOutbox(
     (message) => {
       if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(message);
@@ -158,6 +161,16 @@ export class EdgeSession {
   /** Frames sent in one turn of the event loop share a WebSocket message. */
   send(frame: Frame): void {
     this.outbox.push(frame);
+  }
+
+  /** A data frame encoded in place (encodeDataInPlace): a message of its own goes out uncopied. */
+  sendEncoded(encoded: Uint8Array): void {
+    this.outbox.pushEncoded(encoded);
+  }
+
+  /** Largest data frame body the edge of this session takes. */
+  get maxDataChunk(): number {
+    return this.dataChunk;
   }
 
   /** Ends the session for good (Ctrl-C): a normal close, so the edge takes the tunnels offline at once. */
@@ -269,6 +282,7 @@ export class EdgeSession {
     switch (frame.type) {
       case "welcome":
         this.attempt = 0;
+        this.dataChunk = frame.max_data_chunk ?? MAX_DATA_CHUNK;
         this.update({
           state: "online",
           sessionId: frame.session_id,

@@ -8,7 +8,18 @@
 
 import http from "node:http";
 import https from "node:https";
-import { HOP_BY_HOP_HEADERS, INITIAL_STREAM_WINDOW, ResetCode, sendableCloseCode, type Frame, type FrameOf, type StreamFrame } from "../../tunnels/protocol.ts";
+import {
+  DATA_FRAME_HEADROOM,
+  encodeDataInPlace,
+  HOP_BY_HOP_HEADERS,
+  INITIAL_STREAM_WINDOW,
+  MAX_DATA_CHUNK,
+  ResetCode,
+  sendableCloseCode,
+  type Frame,
+  type FrameOf,
+  type StreamFrame,
+} from "../../tunnels/protocol.ts";
 import type { OrderedSink } from "../../tunnels/framing.ts";
 import { StreamCore } from "../../tunnels/stream-core.ts";
 import { WindowBudget } from "../../tunnels/window-budget.ts";
@@ -27,6 +38,13 @@ export interface LocalTunnel {
 
 export interface ForwarderOptions {
   send(frame: Frame): void;
+  /**
+   * Sends a data frame encoded in place (encodeDataInPlace) as it is; without it, response data goes out as
+   * frames through `send`.
+   */
+  sendEncoded?(encoded: Uint8Array): void;
+  /** Largest data frame body the edge takes (its welcome says; MAX_DATA_CHUNK when it does not). */
+  maxDataChunk?(): number;
   lookup(tunnelId: string): LocalTunnel | undefined;
   /** Prefix of exchange keys (the session id), so keys stay unique across reconnects. */
   sessionKey(): string;
@@ -53,8 +71,9 @@ class AgentStream {
   /** The local response (or a refused upgrade's body) is complete: the end goes once the queue is sent. */
   responseDone = false;
   endSent = false;
-  /** Response data frames waiting for the edge's window. */
-  readonly queue: Array<FrameOf<"data">> = [];
+  /** Response body bytes not yet sent (waiting for the end of the turn, or for the edge's window). */
+  queue: Uint8Array[] = [];
+  queuedBytes = 0;
   /** Response body out (within the edge's window), request body in (the edge held to ours). */
   readonly core: StreamCore;
   /** Where the request body goes, in order; set once the local exchange is opened. */
@@ -92,6 +111,9 @@ export class LocalForwarder {
   private readonly budget = new WindowBudget();
   /** Streams whose request body started in the current message: a larger window is offered at its end. */
   private readonly bodies = new Set<AgentStream>();
+  /** Streams with response bytes that arrived this turn: sent together at its end, in frames as large as the edge takes. */
+  private readonly arrived = new Set<AgentStream>();
+  private pumpScheduled = false;
 
   constructor(private readonly options: ForwarderOptions) {
     this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
@@ -271,7 +293,8 @@ export class LocalForwarder {
           stream.responded = true;
           this.options.send({ type: "response_head", stream: stream.id, status, status_text: statusText, headers: responseHeaders });
           stream.observer.onResponseHead?.({ status, statusText, headers: responseHeaders, httpVersion: "1.1" });
-          for (const frame of stream.core.send.frames(body)) stream.queue.push(frame);
+          stream.queue.push(body);
+          stream.queuedBytes += body.byteLength;
           stream.responseDone = true;
           this.pump(stream);
         },
@@ -307,8 +330,11 @@ export class LocalForwarder {
     response.on("data", (chunk: Buffer) => {
       if (stream.closed) return;
       stream.observer.onResponseBody?.(chunk);
-      for (const frame of stream.core.send.frames(chunk)) stream.queue.push(frame);
-      this.pump(stream);
+      stream.queue.push(chunk);
+      stream.queuedBytes += chunk.byteLength;
+      // more than the window can take waits in the local socket, not here
+      if (stream.queuedBytes > stream.core.send.available) response.pause();
+      this.pumpAtEndOfTurn(stream);
     });
     response.on("end", () => {
       stream.responseDone = true;
@@ -322,22 +348,60 @@ export class LocalForwarder {
     });
   }
 
+  /**
+   * Response bytes that arrive in one turn (several 64 KiB socket reads, often) go out together at its end:
+   * fewer, larger data frames, each a message of its own that the edge writes to the client in one piece.
+   */
+  private pumpAtEndOfTurn(stream: AgentStream): void {
+    this.arrived.add(stream);
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    setImmediate(() => {
+      this.pumpScheduled = false;
+      const streams = [...this.arrived];
+      this.arrived.clear();
+      for (const each of streams) this.pump(each);
+    });
+  }
+
   /** Sends queued response data the window allows; pauses the local response while the window is shut. */
   private pump(stream: AgentStream): void {
     if (stream.closed || (!stream.response && !stream.responseDone)) return;
-    while (stream.queue.length > 0 && stream.core.send.fits(stream.queue[0])) {
-      const frame = stream.queue.shift()!;
+    const largest = this.options.maxDataChunk?.() ?? MAX_DATA_CHUNK;
+    while (stream.queuedBytes > 0) {
+      const wanted = Math.min(stream.queuedBytes, largest);
+      const size = Math.min(wanted, stream.core.send.available);
+      // a window down to a sliver waits for the edge's acknowledgement (sent once the edge could be stuck)
+      if (size < wanted && size < MAX_DATA_CHUNK) break;
+      const frame = stream.core.send.frame(this.takeQueued(stream, size));
       stream.core.send.sent(frame);
-      this.options.send(frame);
+      if (this.options.sendEncoded) this.options.sendEncoded(encodeDataInPlace(frame));
+      else this.options.send(frame);
     }
-    if (stream.queue.length > 0) stream.response?.pause();
+    if (stream.queuedBytes > 0) stream.response?.pause();
     else if (!stream.responseDone) stream.response?.resume();
-    if (stream.queue.length === 0 && stream.responseDone && !stream.endSent) {
+    if (stream.queuedBytes === 0 && stream.responseDone && !stream.endSent) {
       stream.endSent = true;
       this.options.send(stream.core.send.end());
       stream.observer.onResponseEnd?.(process.hrtime.bigint() - stream.startNs);
       this.close(stream);
     }
+  }
+
+  /** The next `size` queued bytes, copied once into a buffer with room for the frame's header before them. */
+  private takeQueued(stream: AgentStream, size: number): Uint8Array {
+    const buffer = Buffer.allocUnsafe(DATA_FRAME_HEADROOM + size);
+    let offset = DATA_FRAME_HEADROOM;
+    while (offset < buffer.byteLength) {
+      const chunk = stream.queue[0];
+      const part = Math.min(chunk.byteLength, buffer.byteLength - offset);
+      buffer.set(part === chunk.byteLength ? chunk : chunk.subarray(0, part), offset);
+      offset += part;
+      if (part === chunk.byteLength) stream.queue.shift();
+      else stream.queue[0] = chunk.subarray(part);
+    }
+    stream.queuedBytes -= size;
+    return buffer.subarray(DATA_FRAME_HEADROOM);
   }
 
   /** The agent ends a stream: tells the edge, then closes it locally. */
@@ -353,6 +417,9 @@ export class LocalForwarder {
     stream.clearTimers();
     this.streams.delete(stream.id);
     this.bodies.delete(stream);
+    this.arrived.delete(stream);
+    stream.queue = [];
+    stream.queuedBytes = 0;
     this.budget.give(stream.boost);
     stream.boost = 0;
     if (error || (stream.request && !stream.request.writableFinished)) {

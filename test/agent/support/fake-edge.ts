@@ -20,6 +20,8 @@ export class FakeSession {
   readonly id: string;
   closed = false;
   hello: FrameOf<"hello"> | undefined;
+  /** The largest data frame body the agent sent. */
+  largestData = 0;
 
   constructor(
     readonly ws: WebSocket,
@@ -32,7 +34,7 @@ export class FakeSession {
         if (data.toString() === HEARTBEAT_PING) ws.send(HEARTBEAT_PONG);
         return;
       }
-      const decoded = decodeFrames(data);
+      const decoded = decodeFrames(data, this.edge.maxDataChunk);
       if (!decoded.ok) throw new Error(decoded.error);
       for (const frame of decoded.frames) this.onFrame(frame);
     });
@@ -45,13 +47,15 @@ export class FakeSession {
   private onFrame(frame: Frame): void {
     if (frame.type === "hello") {
       this.hello = frame;
-      this.send({ type: "welcome", session_id: this.id, region: "test", heartbeat_ms: this.edge.heartbeatMs });
+      const large = this.edge.maxDataChunk === undefined ? {} : { max_data_chunk: this.edge.maxDataChunk };
+      this.send({ type: "welcome", session_id: this.id, region: "test", heartbeat_ms: this.edge.heartbeatMs, ...large });
     } else if (frame.type === "start_tunnel") {
       this.send(this.edge.answerStart(frame));
     } else if (frame.type === "stop_tunnel") {
       this.edge.started.delete(frame.tunnel_id);
       this.send({ type: "tunnel_stopped", request_id: frame.request_id, tunnel_id: frame.tunnel_id, reason: "stopped by the agent" });
     }
+    if (frame.type === "data") this.largestData = Math.max(this.largestData, frame.bytes.byteLength);
     this.frames.push(frame);
     this.wake();
   }
@@ -140,6 +144,8 @@ export class FakeEdge {
   readonly sessions: FakeSession[] = [];
   readonly started = new Map<string, FrameOf<"start_tunnel">>();
   heartbeatMs = 60_000;
+  /** Announced in welcome when set (as the real edge does); unset, the agent is held to MAX_DATA_CHUNK as by an older edge. */
+  maxDataChunk: number | undefined;
   /** When set, the upgrade is answered with this instead of 101. */
   refuse: { status: number; body: unknown } | undefined;
   private tunnels = 0;

@@ -1,7 +1,7 @@
 import { env, SELF } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { getOnlineTunnel, listOnlineTunnels } from "../../../src/tunnels/registry-client.ts";
-import { INITIAL_STREAM_WINDOW, type FrameOf } from "../../../src/tunnels/protocol.ts";
+import { INITIAL_STREAM_WINDOW, LARGE_DATA_CHUNK, type FrameOf } from "../../../src/tunnels/protocol.ts";
 import { connectAgent, publicFetch, type FakeAgent } from "./fake-agent.ts";
 
 const agents: FakeAgent[] = [];
@@ -51,6 +51,7 @@ describe("agent endpoint", () => {
     expect(welcome.session_id).toMatch(/^ts_[0-9A-Za-z]{27}$/);
     expect(welcome.region).toBe("local");
     expect(welcome.heartbeat_ms).toBeGreaterThan(0);
+    expect(welcome.max_data_chunk).toBe(LARGE_DATA_CHUNK);
   });
 });
 
@@ -178,6 +179,28 @@ describe("relaying public requests", () => {
     const response = await pending;
     expect(response.headers.get("content-length")).toBe("11");
     expect(await response.text()).toBe("hello world");
+  });
+
+  it("takes data frames up to the LARGE_DATA_CHUNK its welcome announced, and closes the session on a larger one", async () => {
+    const { agent } = await agentSession();
+    const tunnel = await agent.startOk();
+    const pending = publicFetch(tunnel.public_url!, "/large");
+    const head = await agent.next("request_head");
+    const body = new Uint8Array(LARGE_DATA_CHUNK).map((_, i) => i % 251);
+    agent.send({ type: "response_head", stream: head.stream, status: 200, headers: [["content-type", "application/octet-stream"]] });
+    agent.send({ type: "data", stream: head.stream, seq: 0, bytes: body });
+    agent.send({ type: "end", stream: head.stream, count: 1 });
+    const response = await pending;
+    expect(new Uint8Array(await response.arrayBuffer())).toEqual(body);
+
+    const next = publicFetch(tunnel.public_url!, "/too-large");
+    const second = await agent.next("request_head");
+    agent.send({ type: "response_head", stream: second.stream, status: 200, headers: [] });
+    agent.send({ type: "data", stream: second.stream, seq: 0, bytes: new Uint8Array(LARGE_DATA_CHUNK + 1) });
+    await expect.poll(() => agent.closed, SETTLES).toBeDefined();
+    expect(agent.closed).toMatchObject({ code: 1002 });
+    expect(agent.closed?.reason).toContain(`exceeds ${LARGE_DATA_CHUNK}`);
+    await next.then((r) => r.arrayBuffer()).catch(() => undefined);
   });
 
   it("answers 404 with ERR_SVC_3200 for a host no tunnel serves", async () => {
