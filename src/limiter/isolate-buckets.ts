@@ -14,7 +14,7 @@
  * handed back, and the others' unused admissions stayed counted for a window (measured: under-admission 2.5 %
  * to 28 % in a simulation of the accuracy run, bench/accuracy-sim.ts, and 0 % with one lease at a time).
  *
- * A busy bucket renews its lease early: once a quarter of a lease period's demand is left (or a quarter of the
+ * A busy bucket (BUSY_EPOCH requests a period) renews its lease early: once a quarter of a lease period's demand is left (or a quarter of the
  * period), the next request goes to the object for a new lease while the others go on using the old one, so
  * requests do not queue at the object when a lease runs out. The new lease replaces the old one; what the old
  * one still held is handed back with the next call.
@@ -129,7 +129,8 @@ export class IsolateBuckets {
     const sent = this.now();
     let want = observe(memory, sent);
     const leaseIdle = memory.askedAt === 0 || sent - memory.askedAt >= LEASE_MS;
-    const renew = want > 1 && leaseIdle && memory.blockedUntil <= sent && renewalDue(memory, sent, want);
+    // Only busy buckets renew early: for a small one a superseded lease's remainder would stay counted until handed back.
+    const renew = want >= BUSY_EPOCH && leaseIdle && memory.blockedUntil <= sent && renewalDue(memory, sent, want);
     if (!renew && this.takeLeased(memory, sent)) return { decision: leasedAdmission(memory, sent) };
     expire(memory, sent);
     if (memory.blockedUntil > sent && memory.returnCount === 0) {

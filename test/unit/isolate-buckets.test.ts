@@ -147,12 +147,10 @@ describe("isolate bucket memory", () => {
     buckets.settle("b", LEASE_MS + 1, answer(1));
     expect(buckets.consult("b")).toMatchObject({ want: 1 }); // the lease request is still in flight
     buckets.settle("b", LEASE_MS, answer(3));
-    // 2 leased admissions left, less than a quarter of the demand: the next request renews the lease early, and
-    // while that is in flight the others use the 2.
-    expect(buckets.consult("b")).toMatchObject({ want: 30 });
+    // A bucket of 30 requests a period is not busy enough to renew early: its 2 leased admissions are used first.
     expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } });
     expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } });
-    expect(buckets.consult("b")).toMatchObject({ want: 1 }); // used up, the renewal still in flight
+    expect(buckets.consult("b")).toMatchObject({ want: 30 }); // used up: the next lease may be asked for
   });
 
   it("renews a busy bucket's lease early: the new lease replaces the old one, whose remaining admissions go back with the next call", () => {
@@ -167,25 +165,25 @@ describe("isolate bucket memory", () => {
       resetMs: 0,
       refillMs: 60_000,
     });
-    for (let i = 0; i < 24; i++, now += 5) {
+    for (let i = 0; i < 40; i++, now += 5) {
       const consulted = buckets.consult("b");
       if ("want" in consulted) buckets.settle("b", consulted.sent, answer(1, 0));
     }
     now = LEASE_MS;
-    expect(buckets.consult("b")).toEqual({ want: 24, sent: LEASE_MS });
-    buckets.settle("b", LEASE_MS, answer(24, 2_000));
+    expect(buckets.consult("b")).toEqual({ want: 40, sent: LEASE_MS });
+    buckets.settle("b", LEASE_MS, answer(40, 2_000));
     let leased = 0;
     let renewal = buckets.consult("b");
     while ("decision" in renewal) {
       leased++;
       renewal = buckets.consult("b");
     }
-    expect(leased).toBe(23 - 6); // renewed once a quarter of the demand (6) was left
-    expect(renewal).toEqual({ want: 24, sent: LEASE_MS });
+    expect(leased).toBe(39 - 10); // renewed once a quarter of the demand (10) was left
+    expect(renewal).toEqual({ want: 40, sent: LEASE_MS });
     for (let i = 0; i < 5; i++) expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } }); // while it is in flight
     now += 20;
-    buckets.settle("b", LEASE_MS, answer(24, 3_000));
-    // The new lease's 23 are used now; the old lease's 1 left is handed back with the next object call.
+    buckets.settle("b", LEASE_MS, answer(40, 3_000));
+    // The new lease's 39 are used now; the old lease's 5 left are handed back with the next object call.
     let next = buckets.consult("b");
     let fromNewLease = 0;
     while ("decision" in next) {
@@ -193,8 +191,8 @@ describe("isolate bucket memory", () => {
       next = buckets.consult("b");
     }
     expect(fromNewLease).toBeGreaterThan(0);
-    expect(fromNewLease).toBeLessThanOrEqual(23);
-    expect(next).toMatchObject({ returned: { start: 2_000, count: 1 } });
+    expect(fromNewLease).toBeLessThanOrEqual(39);
+    expect(next).toMatchObject({ returned: { start: 2_000, count: 5 } });
   });
 
   it("a bucket that turns busy asks for a lease within its first lease period, sized by its requests so far", () => {
@@ -225,17 +223,17 @@ describe("isolate bucket memory", () => {
       resetMs: 0,
       refillMs: 60_000,
     });
-    for (let i = 0; i < 8; i++, now += 100) {
+    for (let i = 0; i < 40; i++, now += 20) {
       const consulted = buckets.consult("b");
       if ("want" in consulted) buckets.settle("b", consulted.sent, answer(1));
     }
     now = LEASE_MS;
-    buckets.settle("b", (buckets.consult("b") as { sent: number }).sent, answer(8));
-    // 7 leased, usable until 2·LEASE_MS − 100; a quarter of the period before that, the lease is renewed.
+    buckets.settle("b", (buckets.consult("b") as { sent: number }).sent, answer(40));
+    // 39 leased, usable until 2·LEASE_MS − 100; a quarter of the period before that, the lease is renewed.
     now = 2 * LEASE_MS - 100 - LEASE_MS / 4 - 1;
     expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } });
     now += 1;
-    expect(buckets.consult("b")).toEqual({ want: 8, sent: now });
+    expect(buckets.consult("b")).toEqual({ want: 40, sent: now });
   });
 
   it("a lease request that never comes back holds back the next one for one lease period only", () => {
@@ -341,10 +339,9 @@ describe("isolate bucket memory", () => {
     const consulted = buckets.consult("b");
     expect(consulted).toEqual({ want: 10, sent: LEASE_MS });
     buckets.settle("b", LEASE_MS, { allowed: true, granted: 10, leaseStart: 0, remaining: 90, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 });
-    // 9 leased: used until a quarter of the demand (2.5) is left, then the lease is renewed early.
-    for (let i = 0; i < 7; i++) expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } });
+    for (let i = 0; i < 9; i++) expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } });
     expect(buckets.consult("b")).toMatchObject({ want: 10 });
-    expect(buckets.stats.leasedAdmissions).toBe(7);
+    expect(buckets.stats.leasedAdmissions).toBe(9);
   });
 
   it("is bounded by bytes: past maxBytes the least recently used bucket is forgotten", () => {
