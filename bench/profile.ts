@@ -9,63 +9,17 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import WebSocket from "ws";
 import { bundleWorker } from "./bundle.ts";
 import { readConfig } from "./config.ts";
 import { benchPolicyFiles, PATHS } from "./gateway-files.ts";
 import { runLoad } from "./load.ts";
 import { startUpstream } from "./upstream.ts";
 import { hostWorker } from "./workerd.ts";
+import { inspector, type Profile, selfTimes } from "./cpu-profile.ts";
 
 const ROOT = resolve(fileURLToPath(import.meta.url), "../..");
 const INSPECTOR_PORT = 9239;
 const TOP = 25;
-
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  children?: number[];
-}
-interface Profile {
-  nodes: ProfileNode[];
-  samples: number[];
-  timeDeltas: number[];
-}
-
-/** A minimal Chrome DevTools Protocol client over one WebSocket. */
-async function connect(url: string) {
-  const socket = new WebSocket(url);
-  await new Promise((done, fail) => socket.once("open", done).once("error", fail));
-  let next = 1;
-  const pending = new Map<number, (result: unknown) => void>();
-  socket.on("message", (data) => {
-    const message = JSON.parse(String(data)) as { id?: number; result?: unknown; error?: { message: string } };
-    if (message.id !== undefined) pending.get(message.id)?.(message.error ? Promise.reject(new Error(message.error.message)) : message.result);
-  });
-  return {
-    send<T>(method: string, params: object = {}): Promise<T> {
-      const id = next++;
-      socket.send(JSON.stringify({ id, method, params }));
-      return new Promise<T>((done) => pending.set(id, done as (result: unknown) => void));
-    },
-    close: () => socket.close(),
-  };
-}
-
-function selfTimes(profile: Profile): Array<{ name: string; share: number }> {
-  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
-  const time = new Map<string, number>();
-  let total = 0;
-  profile.samples.forEach((id, i) => {
-    const node = byId.get(id)!;
-    const { functionName, url, lineNumber } = node.callFrame;
-    const name = `${functionName || "(anonymous)"} ${url ? `${url.split("/").pop()}:${lineNumber + 1}` : ""}`.trim();
-    const delta = profile.timeDeltas[i] ?? 0;
-    time.set(name, (time.get(name) ?? 0) + delta);
-    total += delta;
-  });
-  return [...time].map(([name, t]) => ({ name, share: t / total })).sort((a, b) => b.share - a.share);
-}
 
 const config = readConfig();
 const paths = process.argv.slice(2).length > 0 ? process.argv.slice(2) : [PATHS.flood, PATHS.limited];
@@ -83,7 +37,7 @@ try {
   try {
     const targets = (await (await fetch(`http://127.0.0.1:${INSPECTOR_PORT}/json/list`)).json()) as Array<{ webSocketDebuggerUrl: string; title?: string }>;
     const target = targets.find((t) => t.webSocketDebuggerUrl.includes("tollgate")) ?? targets[0]!;
-    const cdp = await connect(target.webSocketDebuggerUrl);
+    const cdp = await inspector(target.webSocketDebuggerUrl);
     await cdp.send("Profiler.enable");
     await cdp.send("Profiler.setSamplingInterval", { interval: 100 });
     for (const path of paths) {

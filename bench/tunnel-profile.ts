@@ -9,59 +9,16 @@ import autocannon from "autocannon";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import WebSocket from "ws";
 import { startBenchAgent } from "./tunnel-agent.ts";
 import { startBenchEdge } from "./tunnel-edge.ts";
 import { transfer } from "./tunnel-transfer.ts";
 import { startTunnelUpstream } from "./tunnel-upstream.ts";
+import { inspector, type Profile, selfTimes } from "./cpu-profile.ts";
 
 const INSPECTOR_PORT = 9241;
 const TOP = 30;
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const workloads = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ["small", "download", "upload"];
-
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-}
-interface Profile {
-  nodes: ProfileNode[];
-  samples: number[];
-  timeDeltas: number[];
-}
-
-function selfTimes(profile: Profile): Array<{ name: string; share: number }> {
-  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
-  const time = new Map<string, number>();
-  let total = 0;
-  profile.samples.forEach((id, i) => {
-    const { functionName, url, lineNumber } = byId.get(id)!.callFrame;
-    const name = `${functionName || "(anonymous)"} ${url ? `${url.split("/").pop()}:${lineNumber + 1}` : ""}`.trim();
-    const delta = profile.timeDeltas[i] ?? 0;
-    time.set(name, (time.get(name) ?? 0) + delta);
-    total += delta;
-  });
-  return [...time].map(([name, t]) => ({ name, share: t / total })).sort((a, b) => b.share - a.share);
-}
-
-async function inspector(url: string) {
-  const socket = new WebSocket(url);
-  await new Promise((done, fail) => socket.once("open", done).once("error", fail));
-  let next = 1;
-  const pending = new Map<number, (result: unknown) => void>();
-  socket.on("message", (data) => {
-    const message = JSON.parse(String(data)) as { id?: number; result?: unknown };
-    if (message.id !== undefined) pending.get(message.id)?.(message.result);
-  });
-  return {
-    send<T>(method: string, params: object = {}): Promise<T> {
-      const id = next++;
-      socket.send(JSON.stringify({ id, method, params }));
-      return new Promise<T>((done) => pending.set(id, done as (result: unknown) => void));
-    },
-    close: () => socket.close(),
-  };
-}
 
 const print = (title: string, profile: Profile) => {
   process.stdout.write(`\n${title}\n`);
