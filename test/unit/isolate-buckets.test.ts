@@ -10,6 +10,11 @@ import { maxInAnyWindow } from "./support/sliding-log.ts";
 setFlagsFromString("--expose-gc");
 const gc = runInNewContext("gc") as () => void;
 
+/** An object's answer admitting the request and leasing `granted - 1` more, recorded at `leaseStart`. */
+function admitted(granted: number, { leaseStart = 0, remaining = 1_000_000 } = {}): LeaseDecision {
+  return { allowed: true, granted, leaseStart, remaining, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 };
+}
+
 function heapAfterGc(): number {
   gc();
   gc();
@@ -126,15 +131,7 @@ describe("isolate bucket memory", () => {
   it("asks for one lease at a time: while one is in flight, other requests that reach the object ask for one admission", () => {
     let now = 0;
     const buckets = new IsolateBuckets({ now: () => now });
-    const answer = (granted: number): LeaseDecision => ({
-      allowed: true,
-      granted,
-      leaseStart: 0,
-      remaining: 500,
-      retryAfterMs: 0,
-      resetMs: 0,
-      refillMs: 60_000,
-    });
+    const answer = (granted: number) => admitted(granted, { remaining: 500 });
     for (let i = 0; i < 30; i++, now += 10) {
       const consulted = buckets.consult("b");
       if ("want" in consulted) buckets.settle("b", consulted.sent, answer(1));
@@ -156,15 +153,7 @@ describe("isolate bucket memory", () => {
   it("renews a busy bucket's lease early: the new lease replaces the old one, whose remaining admissions go back with the next call", () => {
     let now = 0;
     const buckets = new IsolateBuckets({ now: () => now });
-    const answer = (granted: number, leaseStart: number): LeaseDecision => ({
-      allowed: true,
-      granted,
-      leaseStart,
-      remaining: 1_000_000,
-      retryAfterMs: 0,
-      resetMs: 0,
-      refillMs: 60_000,
-    });
+    const answer = (granted: number, leaseStart: number) => admitted(granted, { leaseStart });
     for (let i = 0; i < 40; i++, now += 5) {
       const consulted = buckets.consult("b");
       if ("want" in consulted) buckets.settle("b", consulted.sent, answer(1, 0));
@@ -214,15 +203,7 @@ describe("isolate bucket memory", () => {
   it("renews a lease early when a quarter of its period is left, whatever it still holds", () => {
     let now = 0;
     const buckets = new IsolateBuckets({ now: () => now });
-    const answer = (granted: number): LeaseDecision => ({
-      allowed: true,
-      granted,
-      leaseStart: 0,
-      remaining: 1_000,
-      retryAfterMs: 0,
-      resetMs: 0,
-      refillMs: 60_000,
-    });
+    const answer = (granted: number) => admitted(granted, { remaining: 1_000 });
     for (let i = 0; i < 40; i++, now += 20) {
       const consulted = buckets.consult("b");
       if ("want" in consulted) buckets.settle("b", consulted.sent, answer(1));
