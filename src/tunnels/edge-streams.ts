@@ -208,12 +208,8 @@ export class EdgeStreams {
     // A body that did not end in the message that started it is a large one: let the agent send more ahead.
     for (const stream of this.bodies) {
       if (stream.closed || stream.ended) continue;
-      const boost = this.budget.take();
-      const window = stream.core.receive.enlarge(boost);
-      if (window) {
-        stream.boost = boost;
-        this.options.send(window);
-      } else this.budget.give(boost);
+      const window = this.budget.grant(stream);
+      if (window) this.options.send(window);
     }
     this.bodies.clear();
   }
@@ -359,8 +355,7 @@ export class EdgeStreams {
     this.streams.delete(stream.id);
     this.heads.delete(stream);
     this.bodies.delete(stream);
-    this.budget.give(stream.boost);
-    stream.boost = 0;
+    this.budget.release(stream);
     stream.wake();
     void stream.requestReader?.cancel().catch(() => undefined);
   }

@@ -7,6 +7,14 @@
  * smaller than the bytes a round trip between the ends can carry. Pure bookkeeping: no I/O, no clock.
  */
 
+import type { FrameOf } from "./protocol.ts";
+
+/** A stream that may hold a boost: its receive window, and the boost it holds (0: none). */
+export interface BoostedStream {
+  boost: number;
+  readonly core: { readonly receive: { enlarge(extra: number): FrameOf<"window"> | undefined } };
+}
+
 /** Extra window a stream carrying a body may get: a window of 4 MiB in all. */
 export const STREAM_WINDOW_BOOST = 3.5 * 1024 * 1024;
 /** Extra window the streams of one session may hold together at any time. */
@@ -35,5 +43,20 @@ export class WindowBudget {
   /** A stream ended: its boost may go to another. */
   give(granted: number): void {
     this.used = Math.max(0, this.used - granted);
+  }
+
+  /** Enlarges `stream`'s window by a boost: the window frame to send, or undefined (none left, or the stream has ended). */
+  grant(stream: BoostedStream): FrameOf<"window"> | undefined {
+    const boost = this.take();
+    const window = stream.core.receive.enlarge(boost);
+    if (window) stream.boost = boost;
+    else this.give(boost);
+    return window;
+  }
+
+  /** `stream` ended: the boost it holds goes back to the budget. */
+  release(stream: BoostedStream): void {
+    this.give(stream.boost);
+    stream.boost = 0;
   }
 }

@@ -35,6 +35,23 @@ describe("window budget: the boosts of a session's streams", () => {
     budget.give(4);
     expect(budget.take()).toBe(4);
   });
+
+  it("grants a stream its boost as a window frame and takes it back when the stream ends; a stream that has ended gets none", () => {
+    const budget = new WindowBudget(STREAM_WINDOW_BOOST, STREAM_WINDOW_BOOST);
+    const core = (id: number) => new StreamCore(id, { data: () => undefined, end: () => undefined }, { headFirst: false, receiveWindow: 100 });
+    const open = { boost: 0, core: core(1) };
+    expect(budget.grant(open)).toEqual({ type: "window", stream: 1, increment: STREAM_WINDOW_BOOST });
+    expect(open.boost).toBe(STREAM_WINDOW_BOOST);
+    const other = { boost: 0, core: core(2) };
+    expect(budget.grant(other)).toBeUndefined(); // the budget is spent
+    budget.release(open);
+    expect(open.boost).toBe(0);
+    expect(budget.inUse).toBe(0);
+    const ended = { boost: 0, core: core(3) };
+    ended.core.onFrame({ type: "end", stream: 3, count: 0 });
+    expect(budget.grant(ended)).toBeUndefined();
+    expect(budget.inUse).toBe(0);
+  });
 });
 
 describe("stream core: a larger window, and acknowledgements in batches", () => {

@@ -160,12 +160,8 @@ export class LocalForwarder {
     if (this.receiveWindow === Number.POSITIVE_INFINITY) return this.bodies.clear();
     for (const stream of this.bodies) {
       if (stream.closed) continue;
-      const boost = this.budget.take();
-      const window = stream.core.receive.enlarge(boost);
-      if (window) {
-        stream.boost = boost;
-        this.options.send(window);
-      } else this.budget.give(boost);
+      const window = this.budget.grant(stream);
+      if (window) this.options.send(window);
     }
     this.bodies.clear();
   }
@@ -420,8 +416,7 @@ export class LocalForwarder {
     this.arrived.delete(stream);
     stream.queue = [];
     stream.queuedBytes = 0;
-    this.budget.give(stream.boost);
-    stream.boost = 0;
+    this.budget.release(stream);
     if (error || (stream.request && !stream.request.writableFinished)) {
       stream.request?.destroy();
       stream.response?.destroy();
