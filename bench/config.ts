@@ -17,7 +17,7 @@ export interface BenchConfig {
   readonly only?: readonly string[];
 }
 
-function fromEnv(name: string, fallback: number, { min = 0, integer = true } = {}): number {
+export function fromEnv(name: string, fallback: number, { min = 0, integer = true } = {}): number {
   const text = process.env[name];
   if (text === undefined || text === "") return fallback;
   const value = Number(text);

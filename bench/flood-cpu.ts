@@ -12,14 +12,15 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bundleWorker } from "./bundle.ts";
+import { fromEnv } from "./config.ts";
 import { benchPolicyFiles, PATHS } from "./gateway-files.ts";
 import { median } from "./stats.ts";
 import { startUpstream } from "./upstream.ts";
 import { hostWorker } from "./workerd.ts";
 
 const ROOT = resolve(fileURLToPath(import.meta.url), "../..");
-const n = Number(process.env.BENCH_LOOP_N ?? 50_000);
-const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
+const n = fromEnv("BENCH_LOOP_N", 50_000, { min: 1 });
+const rounds = fromEnv("BENCH_ROUNDS", 5, { min: 1 });
 const MODES = [
   { id: "fixed", label: "fixed 429 only (17-byte text, retry-after)" },
   { id: "envelope", label: "a 429 of the gateway's shape, built whole" },
