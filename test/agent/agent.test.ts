@@ -1,7 +1,10 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createServer } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { startAgent, type Agent } from "../../src/agent/agent.ts";
 import { sendToLocal } from "../../src/agent/edge/replay.ts";
 import type { ExchangeInfo } from "../../src/agent/edge/exchange.ts";
+import { IDLE_LOCAL_CONNECTION_MS } from "../../src/agent/edge/local-forwarder.ts";
 import { parseAgentConfig } from "../../src/agent/settings/load.ts";
 import { encodeFrame, INITIAL_STREAM_WINDOW, LARGE_DATA_CHUNK, MAX_DATA_CHUNK, type Frame, type FrameOf } from "../../src/tunnels/protocol.ts";
 import { FakeEdge } from "./support/fake-edge.ts";
@@ -203,6 +206,29 @@ describe("relaying to the local service", () => {
     });
     expect(seen).toMatchObject([{ tunnelName: "web", method: "POST", target: "/replayed?x=1", replay: true }]);
     expect(agent.tunnels.get("web")!.metrics.snapshot().http.count).toBe(1);
+  });
+
+  it("closes an idle connection to the local service before a Node server would (never reusing one being closed)", async () => {
+    // A local service that keeps idle connections for a minute: only the agent closes them.
+    const open = new Set<Socket>();
+    const service = createServer((_request, response) => response.end("ok"));
+    service.keepAliveTimeout = 60_000;
+    service.on("connection", (socket) => {
+      open.add(socket);
+      socket.on("close", () => open.delete(socket));
+    });
+    await new Promise<void>((resolve) => service.listen(0, "127.0.0.1", resolve));
+    try {
+      const agent = await agentWith({ tunnels: { web: { addr: (service.address() as AddressInfo).port } } });
+      await agentReady(agent, ["web"]);
+      const session = await edge.session(edge.sessions.length - 1);
+      expect((await session.relay(edge.tunnelId("web"), {})).status).toBe(200);
+      expect(open.size).toBe(1);
+      await vi.waitFor(() => expect(open.size).toBe(0), { timeout: IDLE_LOCAL_CONNECTION_MS + 20_000, interval: 100 });
+    } finally {
+      service.closeAllConnections();
+      await new Promise((resolve) => service.close(resolve));
+    }
   });
 
   it("resets with upstream_unreachable when nothing listens on addr", async () => {

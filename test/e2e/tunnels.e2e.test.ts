@@ -255,7 +255,9 @@ describe("when the edge restarts", () => {
       .toEqual(["online", "online"]);
     expect(agent.session.status.reconnects).toBeGreaterThanOrEqual(1);
     expect(agent.tunnels.get("survivor")!.publicUrl).toBe(public_url);
-    expect((await fetchPublic(edge.url, public_url, "/after")).status).toBe(200);
+    // Status and body together, so a failure says which 502 it was (local service or agent).
+    const after = await fetchPublic(edge.url, public_url, "/after");
+    expect({ status: after.status, body: after.status === 200 ? "" : after.body.toString("utf8") }).toEqual({ status: 200, body: "" });
     const current = agent.tunnels
       .list()
       .filter((tunnel) => tunnel.state === "online")

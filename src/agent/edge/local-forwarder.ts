@@ -62,7 +62,15 @@ export interface ForwarderOptions {
   receiveWindow?: number;
 }
 
-const keepAlive = { http: new http.Agent({ keepAlive: true, maxSockets: 256 }), https: new https.Agent({ keepAlive: true, maxSockets: 256 }) };
+/**
+ * Idle connections to the local service are closed after this long: under Node servers' default keep-alive
+ * timeout of 5 s, so a request never goes out on a connection the service is closing at that moment (an
+ * ECONNRESET, answered 502). Node also honours a shorter `Keep-Alive: timeout=` hint, but only when a timeout is set.
+ * Sockets in use are not affected: their timeout only emits an event nothing here listens to.
+ */
+export const IDLE_LOCAL_CONNECTION_MS = 4_000;
+const agentOptions = { keepAlive: true, maxSockets: 256, timeout: IDLE_LOCAL_CONNECTION_MS };
+const keepAlive = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) };
 const UNREACHABLE = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", "EADDRNOTAVAIL"]);
 
 class AgentStream {
