@@ -3,7 +3,9 @@
  * through the edge straight to the upstream (an origin route), and with the upstream hit directly. Small
  * requests under load (autocannon), then 10 MiB downloads and uploads, targets alternated round by round,
  * medians and per-round ratios; then a soak through the tunnel that samples the edge's and the agent's
- * memory. The edge is one workerd via Miniflare; the agent is the CLI in its own process.
+ * memory. The edge is one workerd via Miniflare; the agent is the CLI in its own process. The relay floor
+ * (bench/tunnel-floor.ts: the least relay this platform allows, and its own origin fetch) runs in the same
+ * rounds, for context: what Tollgate adds, and what any relay through a Durable Object costs.
  * Settings: BENCH_CONNECTIONS (50), BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_TRANSFERS (3: per direction,
  * target and round), BENCH_SOAK_SECONDS (60; 0 skips), BENCH_PARTS (small,transfer,soak).
  * Progress on stderr, results on stdout.
@@ -15,6 +17,7 @@ import { cpuSeconds } from "./process-cpu.ts";
 import { median } from "./stats.ts";
 import { startBenchAgent } from "./tunnel-agent.ts";
 import { DIRECT_HOST, startBenchEdge } from "./tunnel-edge.ts";
+import { FLOOR_ORIGIN_HOST, startRelayFloor } from "./tunnel-floor.ts";
 import { soak, type MemoryTrace } from "./tunnel-memory.ts";
 import { transfer, type Direction, type TransferTarget } from "./tunnel-transfer.ts";
 import { startTunnelUpstream } from "./tunnel-upstream.ts";
@@ -39,14 +42,21 @@ const edge = await startBenchEdge(upstream.url);
 progress(`upstream ${upstream.url}, edge ${edge.url} (one workerd, pid ${edge.pid ?? "unknown"})`);
 const agent = await startBenchAgent(edge.url, upstream.port);
 progress(`tunnel ${agent.publicUrl} (agent pid ${agent.pid})`);
+const floor = await startRelayFloor(upstream.url, upstream.port);
+progress(`relay floor ${floor.url} (workerd pid ${floor.edgePid ?? "unknown"}, agent pid ${floor.agentPid ?? "unknown"})`);
 
 interface Target extends TransferTarget {
   readonly label: string;
+  /** The workerd serving the target and the agent relaying for it, for their CPU time. */
+  readonly edgePid?: number;
+  readonly agentPid?: number;
 }
 
 const targets: Target[] = [
-  { id: "tunnel", label: "through a tunnel", url: edge.url, host: new URL(agent.publicUrl).host },
-  { id: "edge", label: "through the edge, origin route", url: edge.url, host: DIRECT_HOST },
+  { id: "tunnel", label: "through a tunnel", url: edge.url, host: new URL(agent.publicUrl).host, edgePid: edge.pid, agentPid: agent.pid },
+  { id: "edge", label: "through the edge, origin route", url: edge.url, host: DIRECT_HOST, edgePid: edge.pid },
+  { id: "floor", label: "relay floor (context)", url: floor.url, edgePid: floor.edgePid, agentPid: floor.agentPid },
+  { id: "floor-origin", label: "relay floor's origin fetch (context)", url: floor.url, host: FLOOR_ORIGIN_HOST, edgePid: floor.edgePid },
   { id: "upstream", label: "upstream directly", url: upstream.url },
 ];
 const tunnel = targets[0]!;
@@ -63,19 +73,19 @@ interface SmallSample {
 }
 
 async function load(target: Target, durationSeconds: number): Promise<SmallSample> {
-  const edgeBefore = cpuSeconds(edge.pid);
-  const agentBefore = cpuSeconds(agent.pid);
+  const edgeBefore = cpuSeconds(target.edgePid);
+  const agentBefore = cpuSeconds(target.agentPid);
   const result = await autocannon({ url: `${target.url}/`, connections, duration: durationSeconds, headers: target.host ? { host: target.host } : {} });
-  const edgeAfter = cpuSeconds(edge.pid);
-  const agentAfter = cpuSeconds(agent.pid);
+  const edgeAfter = cpuSeconds(target.edgePid);
+  const agentAfter = cpuSeconds(target.agentPid);
   return {
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
     requests: result.requests.total,
     errors: result.errors + result.timeouts + result.non2xx,
-    edgeCpu: edgeBefore !== undefined && edgeAfter !== undefined ? edgeAfter - edgeBefore : undefined,
-    agentCpu: agentBefore !== undefined && agentAfter !== undefined ? agentAfter - agentBefore : undefined,
+    edgeCpu: edgeBefore !== undefined && edgeAfter !== undefined ? edgeAfter - edgeBefore : target.edgePid === undefined ? 0 : undefined,
+    agentCpu: agentBefore !== undefined && agentAfter !== undefined ? agentAfter - agentBefore : target.agentPid === undefined ? 0 : undefined,
   };
 }
 
@@ -140,6 +150,7 @@ try {
     });
   }
 } finally {
+  await floor.close();
   await agent.close();
   await edge.close();
   await upstream.close();
@@ -195,6 +206,11 @@ for (const trace of memory) {
   checks.push({ name: `memory flat, ${trace.name}: growth ÷ start`, measured: share, wanted: `≤ ${FLAT_SHARE}`, met: share <= FLAT_SHARE });
 }
 
+/** The relay floor's ratio to its own origin fetch (the platform's cost of relaying) and the tunnel's to the floor. */
+const floorContext = (what: string, of: (id: string) => readonly number[]) =>
+  `context: ${what}, relay floor ÷ its origin fetch ${fmt(perRound(of("floor"), of("floor-origin")))} ×, ` +
+  `tunnel ÷ relay floor ${fmt(perRound(of("tunnel"), of("floor")))} × (not targets)`;
+
 const lines = [
   `Tunnel relay benchmark — ${connections} connections × ${seconds} s × ${rounds} rounds (alternated), ${transfersPerRound} transfers of 10 MiB per direction, target and round; medians`,
   `machine: ${machine}`,
@@ -245,7 +261,10 @@ const lines = [
             smallOf("upstream", (s) => s.rps),
           ),
         )} × (a Node server vs. a whole Worker request: not a target)`,
+        floorContext("small requests", (id) => smallOf(id, (s) => s.rps)),
+        floorContext("p99 (lower is better)", (id) => smallOf(id, (s) => s.p99)),
       ]
     : []),
+  ...(parts.has("transfer") ? directions.map((d) => floorContext(`10 MiB ${d}s`, (id) => transfers.get(`${d}:${id}`)!)) : []),
 ];
 process.stdout.write(`${lines.join("\n")}\n`);
