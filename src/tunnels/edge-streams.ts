@@ -45,6 +45,8 @@ export interface EdgeStreamsOptions {
   sendEncoded(encoded: Uint8Array): void;
   /** A stream id no live stream or socket of the session holds (see stream-ids.ts). */
   allocateId(): number;
+  /** Largest data frame body the agent takes (its hello says; MAX_DATA_CHUNK for an agent that did not). */
+  agentDataChunk(): number;
   /** The public client's response when a stream fails before the agent answered. */
   failureResponse(failure: StreamFailure, host: string): Response;
   /**
@@ -227,18 +229,27 @@ export class EdgeStreams {
   private async sendRequestBody(stream: EdgeStream): Promise<void> {
     const body = stream.request.body;
     if (body) {
-      const reader = bodyReader(body);
+      const largest = this.options.agentDataChunk();
+      const reader = bodyReader(body, largest);
       stream.requestReader = reader.reader;
-      const send = (frame: FrameOf<"data">) => (reader.headroom ? this.options.sendEncoded(encodeDataInPlace(frame)) : this.options.send(frame));
+      const { send } = stream.core;
       try {
         for (;;) {
           const { done, value } = await reader.read();
           if (done) break;
-          for (const frame of stream.core.send.frames(value)) {
-            while (!stream.closed && !stream.core.send.fits(frame)) await stream.windowChanged();
+          for (let offset = 0; offset < value.byteLength; ) {
+            let size = send.nextFrameSize(value.byteLength - offset, largest);
+            while (!stream.closed && size === 0) {
+              await stream.windowChanged();
+              size = send.nextFrameSize(value.byteLength - offset, largest);
+            }
             if (stream.closed) return;
-            stream.core.send.sent(frame);
-            send(frame);
+            const frame = send.frame(value.subarray(offset, offset + size));
+            send.sent(frame);
+            // Only a read's first frame has the headroom before it free; later ones share the bytes still queued.
+            if (reader.headroom && offset === 0) this.options.sendEncoded(encodeDataInPlace(frame));
+            else this.options.send(frame);
+            offset += frame.bytes.byteLength;
           }
         }
       } catch (error) {
@@ -362,15 +373,18 @@ export class EdgeStreams {
 }
 
 /**
- * Reads a request body a frame's worth at a time where the runtime allows it: a byte stream read into a
- * MAX_DATA_CHUNK buffer hands over what has arrived, up to that, where its default reader hands over the
+ * Reads a request body a frame's worth (`size`) at a time where the runtime allows it: a byte stream read into a
+ * buffer of that size hands over what has arrived, up to that, where its default reader hands over the
  * runtime's own small pieces (4 KiB each for a request body in workerd: a 10 MiB upload became ~2,600 data
  * frames and messages, and bench:tunnel's uploads ran at ~0.05 × the origin route). Each read gets a fresh
  * buffer: the frames made from the last one may still be waiting for the window. A byte stream is read
  * DATA_FRAME_HEADROOM bytes into its buffer (`headroom`), so its data frame is encoded there and sent
  * uncopied: copying each 64 KiB into a message was ~20 % of workerd's time in bench:tunnel-profile's uploads.
  */
-function bodyReader(body: ReadableStream<Uint8Array>): {
+function bodyReader(
+  body: ReadableStream<Uint8Array>,
+  size: number,
+): {
   reader: ReadableStreamBYOBReader | ReadableStreamDefaultReader<Uint8Array>;
   read(): Promise<ReadableStreamReadResult<Uint8Array>>;
   headroom: boolean;
@@ -384,7 +398,7 @@ function bodyReader(body: ReadableStream<Uint8Array>): {
   if (byob) {
     const reader = byob;
     const read = () =>
-      reader.read(new Uint8Array(DATA_FRAME_HEADROOM + MAX_DATA_CHUNK).subarray(DATA_FRAME_HEADROOM)) as Promise<ReadableStreamReadResult<Uint8Array>>;
+      reader.read(new Uint8Array(DATA_FRAME_HEADROOM + size).subarray(DATA_FRAME_HEADROOM)) as Promise<ReadableStreamReadResult<Uint8Array>>;
     return { reader, read, headroom: true };
   }
   const reader = body.getReader();

@@ -11,7 +11,7 @@ import type { Env } from "../env.ts";
 import { EdgeStreams } from "./edge-streams.ts";
 import { streamFailure } from "./errors.ts";
 import { FrameOutbox } from "./framing.ts";
-import { CloseCode, decodeFrames, HEARTBEAT_PING, HEARTBEAT_PONG, LARGE_DATA_CHUNK, ResetCode, type Frame } from "./protocol.ts";
+import { CloseCode, decodeFrames, HEARTBEAT_PING, HEARTBEAT_PONG, LARGE_DATA_CHUNK, MAX_DATA_CHUNK, ResetCode, type Frame } from "./protocol.ts";
 import { AGENT_TAG, PublicSockets } from "./public-sockets.ts";
 import { firstCheck, liveness } from "./session-liveness.ts";
 import { SessionStore, type SessionInfo, type SessionMeta } from "./session-store.ts";
@@ -33,6 +33,8 @@ export class TunnelSession extends DurableObject<Env> {
   private lastFrameAt = 0;
   /** The agent's open socket, remembered between lookups (getWebSockets on every frame sent cost ~2 % of a relay's CPU). */
   private agentSocket: WebSocket | undefined;
+  /** The agent's largest data frame body, remembered from the session's meta (read per request body otherwise). */
+  private agentDataChunk: number | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -48,6 +50,7 @@ export class TunnelSession extends DurableObject<Env> {
       send: (frame) => this.send(frame),
       sendEncoded: (encoded) => this.outbox.pushEncoded(encoded),
       allocateId: () => ids.allocate(),
+      agentDataChunk: () => (this.agentDataChunk ??= this.store.meta()?.agentMaxDataChunk ?? MAX_DATA_CHUNK),
       failureResponse: (failure, host) => streamFailure(failure.code, failure.message, host).toResponse(),
       acceptWebSocket: (stream, request, headers) => this.publicSockets.accept(stream, request.tunnelId, headers),
     });
@@ -104,8 +107,11 @@ export class TunnelSession extends DurableObject<Env> {
   private async onSessionFrame(ws: WebSocket, frame: Frame): Promise<void> {
     switch (frame.type) {
       case "hello": {
-        const meta = this.store.meta();
-        if (!meta) return;
+        const known = this.store.meta();
+        if (!known) return;
+        const meta: SessionMeta = { ...known, agentMaxDataChunk: frame.max_data_chunk ?? MAX_DATA_CHUNK };
+        this.store.saveMeta(meta);
+        this.agentDataChunk = meta.agentMaxDataChunk;
         this.send({ type: "welcome", session_id: meta.sessionId, region: meta.region, heartbeat_ms: meta.heartbeatMs, max_data_chunk: LARGE_DATA_CHUNK });
         return this.tunnels.recordSession(meta, frame);
       }
@@ -167,6 +173,7 @@ export class TunnelSession extends DurableObject<Env> {
     if (!info) return new Response("missing session info", { status: 400 });
     for (const old of this.ctx.getWebSockets(AGENT_TAG)) closeQuietly(old, CloseCode.sessionReplaced, "replaced by a new connection");
     this.agentSocket = undefined;
+    this.agentDataChunk = undefined;
     const [client, server] = Object.values(new WebSocketPair());
     server.binaryType = "arraybuffer";
     this.ctx.acceptWebSocket(server, [AGENT_TAG]);

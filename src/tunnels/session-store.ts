@@ -22,6 +22,8 @@ export interface SessionInfo {
 
 export interface SessionMeta extends SessionInfo {
   readonly connectedAt: number;
+  /** Largest data frame body the agent takes (its hello says); absent until hello, or for an older agent. */
+  readonly agentMaxDataChunk?: number;
 }
 
 export interface SessionTunnel {

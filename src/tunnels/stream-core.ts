@@ -37,9 +37,14 @@ export class SendHalf {
     return this.window;
   }
 
-  /** The data frames of a chunk (numbered, at most MAX_DATA_CHUNK each). Send each only once `fits` allows. */
-  frames(chunk: Uint8Array): Generator<FrameOf<"data">> {
-    return this.sequence.frames(chunk);
+  /**
+   * Bytes of the next data frame when `waiting` bytes wait to be sent in frames of up to `largest`: as much as
+   * the window takes, or 0 (wait for the peer) while it takes less than a frame's worth (MAX_DATA_CHUNK, or all
+   * that waits). The receiver acknowledges before its window could stay that small, so waiting never sticks.
+   */
+  nextFrameSize(waiting: number, largest: number): number {
+    if (this.window < Math.min(waiting, MAX_DATA_CHUNK)) return 0;
+    return Math.min(waiting, largest, this.window);
   }
 
   /** One data frame of `bytes`, sized by the caller to what the peer takes; send it only once `fits` allows. */

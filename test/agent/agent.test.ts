@@ -274,6 +274,18 @@ describe("relaying to the local service", () => {
     expect(session.largestData).toBeLessThanOrEqual(LARGE_DATA_CHUNK);
   });
 
+  it("says in hello that it takes LARGE_DATA_CHUNK frames, and relays a request body sent in them whole", async () => {
+    const agent = await agentWith({ tunnels: { web: { addr: upstream.port } } });
+    await agentReady(agent, ["web"]);
+    const session = await edge.session(edge.sessions.length - 1);
+    expect(session.hello?.max_data_chunk).toBe(LARGE_DATA_CHUNK);
+    // within the agent's initial window: two frames, the first as large as it said it takes
+    const body = Buffer.from(patternBytes(INITIAL_STREAM_WINDOW));
+    const answer = await session.relay(edge.tunnelId("web"), { method: "POST", target: "/echo", body, frameSize: LARGE_DATA_CHUNK - 1 });
+    expect(answer.status).toBe(200);
+    expect(JSON.parse(answer.body.toString("utf8"))).toMatchObject({ bodyLength: body.byteLength, bodySha256: sha256(body) });
+  });
+
   it("holds frames to the edge's window even when they may be large", async () => {
     edge.maxDataChunk = LARGE_DATA_CHUNK;
     const agent = await agentWith({ tunnels: { web: { addr: upstream.port } } });

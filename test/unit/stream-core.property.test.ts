@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { StreamCore, MAX_STREAM_WINDOW } from "../../src/tunnels/stream-core.ts";
-import { MAX_DATA_CHUNK, type FrameOf } from "../../src/tunnels/protocol.ts";
+import { LARGE_DATA_CHUNK, MAX_DATA_CHUNK, type FrameOf } from "../../src/tunnels/protocol.ts";
 
 /** A receiving end that records what its core delivers. */
 function receiver(window: number, headFirst = false) {
@@ -14,29 +14,34 @@ function receiver(window: number, headFirst = false) {
 const data = (seq: number, length: number): FrameOf<"data"> => ({ type: "data", stream: 1, seq, bytes: new Uint8Array(length).fill(seq % 251) });
 
 describe("stream core: a sender and a receiver over a channel that reorders", () => {
-  it("any interleaving of frames within the window is accepted and delivers the body in order, once", () => {
+  it("any interleaving of frames sized by nextFrameSize is accepted, never sticks, and delivers the body in order, once", () => {
     fc.assert(
       fc.property(
         fc.array(fc.uint8Array({ minLength: 1, maxLength: 3 * MAX_DATA_CHUNK }), { maxLength: 12 }),
         fc.integer({ min: MAX_DATA_CHUNK, max: 4 * MAX_DATA_CHUNK }),
+        fc.integer({ min: MAX_DATA_CHUNK, max: LARGE_DATA_CHUNK }),
         fc.array(fc.nat(), { minLength: 1, maxLength: 64 }),
-        (chunks, window, choices) => {
+        (chunks, window, largest, choices) => {
           const sink = receiver(window);
           const sender = new StreamCore(1, { data: () => undefined, end: () => undefined }, { headFirst: false, sendWindow: window });
-          const pending = chunks.flatMap((chunk) => [...sender.send.frames(chunk)]);
+          const body = Buffer.concat(chunks);
+          let offset = 0;
+          const nextSize = () => sender.send.nextFrameSize(body.byteLength - offset, largest);
           const toReceiver: Array<FrameOf<"data"> | FrameOf<"end">> = [];
           const toSender: Array<FrameOf<"window">> = [];
           let delivered = 0;
           let ended = false;
           for (let step = 0; step < 100_000; step++) {
             const choice = choices[step % choices.length] + step;
-            // the sender sends what the window allows; the end after the last data frame
-            while (pending.length > 0 && sender.send.fits(pending[0])) {
-              const frame = pending.shift()!;
+            // the sender sends what the window allows, as the edge and the agent do; the end after the last data frame
+            for (let size = nextSize(); offset < body.byteLength && size > 0; size = nextSize()) {
+              expect(size).toBeLessThanOrEqual(largest);
+              const frame = sender.send.frame(body.subarray(offset, offset + size));
               sender.send.sent(frame);
               toReceiver.push(frame);
+              offset += size;
             }
-            if (pending.length === 0 && !ended) {
+            if (offset === body.byteLength && !ended) {
               ended = true;
               toReceiver.push(sender.send.end());
             }
@@ -61,14 +66,14 @@ describe("stream core: a sender and a receiver over a channel that reorders", ()
               toReceiver.length === 0 &&
               toSender.length === 0 &&
               sink.deliveredBytes() === delivered &&
-              pending.length > 0 &&
-              !sender.send.fits(pending[0])
+              offset < body.byteLength &&
+              nextSize() === 0
             ) {
               throw new Error("stuck: the window never reopened");
             }
           }
           expect(sink.ends()).toBe(1);
-          expect(sink.body()).toEqual(Buffer.concat(chunks));
+          expect(sink.body()).toEqual(body);
         },
       ),
     );
@@ -139,9 +144,12 @@ describe("stream core: the rest of the state machine", () => {
     expect(sink.core.receive.acknowledge(10)).toBeUndefined();
   });
 
-  it("sends only within the window, and refuses a grant past the largest window", () => {
+  it("sizes frames to the window, waits below a frame's worth, and refuses a grant past the largest window", () => {
     const core = new StreamCore(5, { data: () => undefined, end: () => undefined }, { headFirst: false, sendWindow: 10 });
-    const [first, second] = [...core.send.frames(new Uint8Array(MAX_DATA_CHUNK + 10))];
+    expect(core.send.nextFrameSize(MAX_DATA_CHUNK + 10, LARGE_DATA_CHUNK)).toBe(0); // 10 bytes of window: less than a frame's worth
+    expect(core.send.nextFrameSize(10, LARGE_DATA_CHUNK)).toBe(10); // all that waits fits
+    const first = core.send.frame(new Uint8Array(MAX_DATA_CHUNK));
+    const second = core.send.frame(new Uint8Array(10));
     expect(first).toMatchObject({ stream: 5, seq: 0 });
     expect(second).toMatchObject({ stream: 5, seq: 1 });
     expect(core.send.fits(first)).toBe(false);
@@ -149,13 +157,17 @@ describe("stream core: the rest of the state machine", () => {
     expect(core.send.fits(second)).toBe(true);
     core.send.sent(second);
     expect(core.send.available).toBe(0);
+    expect(core.onFrame({ type: "window", stream: 5, increment: 2 * MAX_DATA_CHUNK })).toBeUndefined();
+    expect(core.send.nextFrameSize(LARGE_DATA_CHUNK, LARGE_DATA_CHUNK)).toBe(2 * MAX_DATA_CHUNK); // what the window takes
+    expect(core.send.nextFrameSize(LARGE_DATA_CHUNK, MAX_DATA_CHUNK)).toBe(MAX_DATA_CHUNK); // no more than the peer takes
+    core.send.sent(core.send.frame(new Uint8Array(2 * MAX_DATA_CHUNK)));
     expect(core.onFrame({ type: "window", stream: 5, increment: 10 })).toBeUndefined();
     expect(core.send.available).toBe(10);
     expect(core.onFrame({ type: "window", stream: 5, increment: MAX_STREAM_WINDOW })).toEqual({
       code: "protocol_error",
       message: `window increment of ${MAX_STREAM_WINDOW} grows the window past ${MAX_STREAM_WINDOW} bytes`,
     });
-    expect(core.send.end()).toEqual({ type: "end", stream: 5, count: 2 });
+    expect(core.send.end()).toEqual({ type: "end", stream: 5, count: 3 });
     expect(core.reset({ code: "cancelled", message: "bye" })).toEqual({ type: "reset", stream: 5, code: "cancelled", message: "bye" });
   });
 });

@@ -10,6 +10,7 @@ import {
   AGENT_SESSION_PATH,
   decodeFrames,
   HEARTBEAT_PING,
+  LARGE_DATA_CHUNK,
   MAX_DATA_CHUNK,
   HEARTBEAT_PONG,
   PROTOCOL_VERSION,
@@ -246,7 +247,13 @@ export class EdgeSession {
     });
     ws.on("open", () => {
       this.lastSeen = Date.now();
-      this.send({ type: "hello", agent_version: this.options.agentVersion, metadata: this.options.metadata, os: `${process.platform}/${process.arch}` });
+      this.send({
+        type: "hello",
+        agent_version: this.options.agentVersion,
+        metadata: this.options.metadata,
+        os: `${process.platform}/${process.arch}`,
+        max_data_chunk: LARGE_DATA_CHUNK,
+      });
     });
     ws.on("message", (data: Buffer, isBinary: boolean) => this.onMessage(ws, data, isBinary));
     ws.on("error", (error) => {
@@ -269,7 +276,8 @@ export class EdgeSession {
       if (data.toString() === HEARTBEAT_PONG && this.pingSentAt > 0) this.update({ latencyMs: Date.now() - this.pingSentAt });
       return;
     }
-    const decoded = decodeFrames(data);
+    // data frames up to LARGE_DATA_CHUNK: hello told the edge so (an older edge ignores it and sends less)
+    const decoded = decodeFrames(data, LARGE_DATA_CHUNK);
     if (!decoded.ok) {
       ws.close(1002, closeReason(`protocol error: ${decoded.error}`));
       return;

@@ -373,10 +373,9 @@ export class LocalForwarder {
     if (stream.closed || (!stream.response && !stream.responseDone)) return;
     const largest = this.options.maxDataChunk?.() ?? MAX_DATA_CHUNK;
     while (stream.queuedBytes > 0) {
-      const wanted = Math.min(stream.queuedBytes, largest);
-      const size = Math.min(wanted, stream.core.send.available);
       // a window down to a sliver waits for the edge's acknowledgement (sent once the edge could be stuck)
-      if (size < wanted && size < MAX_DATA_CHUNK) break;
+      const size = stream.core.send.nextFrameSize(stream.queuedBytes, largest);
+      if (size === 0) break;
       const frame = stream.core.send.frame(this.takeQueued(stream, size));
       stream.core.send.sent(frame);
       if (this.options.sendEncoded) this.options.sendEncoded(encodeDataInPlace(frame));

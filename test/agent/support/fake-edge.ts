@@ -3,7 +3,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { WebSocketServer, type WebSocket } from "ws";
-import { AGENT_SESSION_PATH, decodeFrames, encodeFrame, HEARTBEAT_PING, HEARTBEAT_PONG, type Frame, type FrameOf } from "../../../src/tunnels/protocol.ts";
+import { AGENT_SESSION_PATH, decodeFrames, encodeFrame, HEARTBEAT_PING, HEARTBEAT_PONG, MAX_DATA_CHUNK, type Frame, type FrameOf } from "../../../src/tunnels/protocol.ts";
 import { DataSequence } from "../../../src/tunnels/framing.ts";
 
 export interface RelayedResponse {
@@ -94,7 +94,15 @@ export class FakeSession {
    */
   async relay(
     tunnelId: string,
-    request: { method?: string; target?: string; headers?: Array<[string, string]>; body?: Buffer; clientAddr?: string },
+    request: {
+      method?: string;
+      target?: string;
+      headers?: Array<[string, string]>;
+      body?: Buffer;
+      clientAddr?: string;
+      /** Bytes per request body data frame (MAX_DATA_CHUNK unless said). */
+      frameSize?: number;
+    },
     { ackResponse = true, timeoutMs = 10_000 }: { ackResponse?: boolean; timeoutMs?: number } = {},
   ): Promise<RelayedResponse> {
     const stream = ++this.streams;
@@ -110,7 +118,8 @@ export class FakeSession {
     });
     const sequence = new DataSequence(stream);
     // The agent's initial window is larger than any test body, so the request body goes out at once.
-    if (request.body) for (const frame of sequence.frames(request.body)) this.send(frame);
+    const { body, frameSize = MAX_DATA_CHUNK } = request;
+    if (body) for (let offset = 0; offset < body.byteLength; offset += frameSize) this.send(sequence.frame(body.subarray(offset, offset + frameSize)));
     this.send(sequence.end());
 
     const ofStream = (frame: { stream: number }) => frame.stream === stream;

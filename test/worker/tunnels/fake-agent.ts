@@ -2,7 +2,7 @@
 
 import { SELF } from "cloudflare:test";
 import { DEV_KEY } from "../management/keys.ts";
-import { AGENT_SESSION_PATH, decodeFrames, encodeFrame, HEARTBEAT_PING, type Frame, type FrameOf } from "../../../src/tunnels/protocol.ts";
+import { AGENT_SESSION_PATH, decodeFrames, encodeFrame, HEARTBEAT_PING, LARGE_DATA_CHUNK, type Frame, type FrameOf } from "../../../src/tunnels/protocol.ts";
 
 export class FakeAgent {
   private readonly frames: Frame[] = [];
@@ -15,7 +15,7 @@ export class FakeAgent {
     ws.addEventListener("message", (event) => {
       if (typeof event.data === "string") this.texts.push(event.data);
       else {
-        const decoded = decodeFrames(event.data as ArrayBuffer);
+        const decoded = decodeFrames(event.data as ArrayBuffer, LARGE_DATA_CHUNK);
         if (!decoded.ok) throw new Error(decoded.error);
         this.frames.push(...decoded.frames);
       }
@@ -97,14 +97,18 @@ export class FakeAgent {
   }
 }
 
-export async function connectAgent(key: string = DEV_KEY): Promise<{ agent: FakeAgent; welcome: FrameOf<"welcome"> }> {
+/** Connects and says hello; `hello` adds to it (e.g. `max_data_chunk`; without it the agent is taken for an older one). */
+export async function connectAgent(
+  key: string = DEV_KEY,
+  hello: Partial<FrameOf<"hello">> = {},
+): Promise<{ agent: FakeAgent; welcome: FrameOf<"welcome"> }> {
   const response = await SELF.fetch(`http://127.0.0.1:8787${AGENT_SESSION_PATH}`, {
     headers: { upgrade: "websocket", authorization: `Bearer ${key}` },
   });
   if (response.status !== 101 || !response.webSocket) throw new Error(`agent endpoint answered ${response.status}: ${await response.text()}`);
   response.webSocket.accept();
   const agent = new FakeAgent(response.webSocket);
-  agent.send({ type: "hello", agent_version: "test" });
+  agent.send({ type: "hello", agent_version: "test", ...hello });
   return { agent, welcome: await agent.next("welcome") };
 }
 

@@ -1,13 +1,13 @@
 import { env, SELF } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { getOnlineTunnel, listOnlineTunnels } from "../../../src/tunnels/registry-client.ts";
-import { INITIAL_STREAM_WINDOW, LARGE_DATA_CHUNK, type FrameOf } from "../../../src/tunnels/protocol.ts";
+import { INITIAL_STREAM_WINDOW, LARGE_DATA_CHUNK, MAX_DATA_CHUNK, type FrameOf } from "../../../src/tunnels/protocol.ts";
 import { connectAgent, publicFetch, type FakeAgent } from "./fake-agent.ts";
 
 const agents: FakeAgent[] = [];
 
-async function agentSession() {
-  const session = await connectAgent();
+async function agentSession(hello: Partial<FrameOf<"hello">> = {}) {
+  const session = await connectAgent(undefined, hello);
   agents.push(session.agent);
   return session;
 }
@@ -236,11 +236,39 @@ describe("relaying public requests", () => {
       const frame = await agent.nextOf(["data", "end"], (f) => f.stream === head.stream);
       if (frame.type === "end") break;
       received += frame.bytes.byteLength;
+      expect(frame.bytes.byteLength).toBeLessThanOrEqual(MAX_DATA_CHUNK); // its hello did not say it takes more
       expect(received - acknowledged).toBeLessThanOrEqual(INITIAL_STREAM_WINDOW);
       agent.send({ type: "window", stream: head.stream, increment: frame.bytes.byteLength });
       acknowledged += frame.bytes.byteLength;
     }
     expect(received).toBe(size);
+    await answer(agent, head, 200, "ok");
+    expect(await (await pending).text()).toBe("ok");
+  });
+
+  it("sends a request body in data frames as large as the agent's hello allows, within the window, the body whole", async () => {
+    const { agent } = await agentSession({ max_data_chunk: LARGE_DATA_CHUNK });
+    const tunnel = await agent.startOk();
+    const sent = new Uint8Array(4 * LARGE_DATA_CHUNK).map((_, i) => (i * 7) % 251);
+    const pending = publicFetch(tunnel.public_url!, "/upload", { method: "POST", body: sent });
+    const head = await agent.next("request_head");
+    const received: Uint8Array[] = [];
+    let unacknowledged = 0;
+    for (;;) {
+      const frame = await agent.nextOf(["data", "end"], (f) => f.stream === head.stream);
+      if (frame.type === "end") break;
+      received.push(frame.bytes);
+      unacknowledged += frame.bytes.byteLength;
+      expect(frame.bytes.byteLength).toBeLessThanOrEqual(LARGE_DATA_CHUNK);
+      expect(unacknowledged).toBeLessThanOrEqual(INITIAL_STREAM_WINDOW);
+      // acknowledged in halves of the window, as a real agent batches them: the edge sends what fits meanwhile
+      if (unacknowledged >= INITIAL_STREAM_WINDOW / 2) {
+        agent.send({ type: "window", stream: head.stream, increment: unacknowledged });
+        unacknowledged = 0;
+      }
+    }
+    expect(Buffer.concat(received)).toEqual(Buffer.from(sent));
+    expect(Math.max(...received.map((bytes) => bytes.byteLength))).toBeGreaterThan(MAX_DATA_CHUNK);
     await answer(agent, head, 200, "ok");
     expect(await (await pending).text()).toBe("ok");
   });
