@@ -58,7 +58,9 @@ function slope(points: ReadonlyArray<readonly [number, number]>): number {
 
 /** Runs the load while sampling each process's RSS every second; undefined for a process whose RSS cannot be read. */
 export async function soak(options: SoakOptions): Promise<Array<MemoryTrace | undefined>> {
-  const warmupMs = options.seconds * 1000 * (options.warmupShare ?? 1 / 6);
+  // workerd's RSS climbs for its first ~30 s of tunnel traffic on a fresh edge (200 s traced 2026-11-23: 290 MiB
+  // at 10 s, 458 at 30 s, then 433–471 to the end), so half the run is warm-up and the other half is judged.
+  const warmupMs = options.seconds * 1000 * (options.warmupShare ?? 1 / 2);
   const idle = options.processes.map((p) => residentBytes(p.pid));
   const samples = options.processes.map(() => [] as Array<[number, number]>);
   const began = Date.now();
