@@ -6,16 +6,7 @@
  * one message (a small one) is answered with the whole body at once, without a stream.
  */
 
-import {
-  DATA_FRAME_HEADROOM,
-  encodeDataInPlace,
-  HOP_BY_HOP_HEADERS,
-  MAX_DATA_CHUNK,
-  ResetCode,
-  type Frame,
-  type FrameOf,
-  type StreamFrame,
-} from "./protocol.ts";
+import { DATA_FRAME_HEADROOM, encodeDataInPlace, HOP_BY_HOP_HEADERS, ResetCode, type Frame, type FrameOf, type StreamFrame } from "./protocol.ts";
 import { StreamCore } from "./stream-core.ts";
 import { WindowBudget } from "./window-budget.ts";
 
@@ -397,8 +388,7 @@ function bodyReader(
   }
   if (byob) {
     const reader = byob;
-    const read = () =>
-      reader.read(new Uint8Array(DATA_FRAME_HEADROOM + size).subarray(DATA_FRAME_HEADROOM)) as Promise<ReadableStreamReadResult<Uint8Array>>;
+    const read = () => reader.read(new Uint8Array(DATA_FRAME_HEADROOM + size).subarray(DATA_FRAME_HEADROOM)) as Promise<ReadableStreamReadResult<Uint8Array>>;
     return { reader, read, headroom: true };
   }
   const reader = body.getReader();

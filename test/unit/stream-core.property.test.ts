@@ -62,13 +62,7 @@ describe("stream core: a sender and a receiver over a channel that reorders", ()
               if (ack) toSender.push(ack);
             }
             if (ended && toReceiver.length === 0 && sink.ends() === 1) break;
-            if (
-              toReceiver.length === 0 &&
-              toSender.length === 0 &&
-              sink.deliveredBytes() === delivered &&
-              offset < body.byteLength &&
-              nextSize() === 0
-            ) {
+            if (toReceiver.length === 0 && toSender.length === 0 && sink.deliveredBytes() === delivered && offset < body.byteLength && nextSize() === 0) {
               throw new Error("stuck: the window never reopened");
             }
           }

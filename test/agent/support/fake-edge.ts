@@ -3,7 +3,16 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { WebSocketServer, type WebSocket } from "ws";
-import { AGENT_SESSION_PATH, decodeFrames, encodeFrame, HEARTBEAT_PING, HEARTBEAT_PONG, MAX_DATA_CHUNK, type Frame, type FrameOf } from "../../../src/tunnels/protocol.ts";
+import {
+  AGENT_SESSION_PATH,
+  decodeFrames,
+  encodeFrame,
+  HEARTBEAT_PING,
+  HEARTBEAT_PONG,
+  MAX_DATA_CHUNK,
+  type Frame,
+  type FrameOf,
+} from "../../../src/tunnels/protocol.ts";
 import { DataSequence } from "../../../src/tunnels/framing.ts";
 
 export interface RelayedResponse {

@@ -98,10 +98,7 @@ export class FakeAgent {
 }
 
 /** Connects and says hello; `hello` adds to it (e.g. `max_data_chunk`; without it the agent is taken for an older one). */
-export async function connectAgent(
-  key: string = DEV_KEY,
-  hello: Partial<FrameOf<"hello">> = {},
-): Promise<{ agent: FakeAgent; welcome: FrameOf<"welcome"> }> {
+export async function connectAgent(key: string = DEV_KEY, hello: Partial<FrameOf<"hello">> = {}): Promise<{ agent: FakeAgent; welcome: FrameOf<"welcome"> }> {
   const response = await SELF.fetch(`http://127.0.0.1:8787${AGENT_SESSION_PATH}`, {
     headers: { upgrade: "websocket", authorization: `Bearer ${key}` },
   });
