@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { decodeFrame, decodeFrames, encodeFrame, MAX_DATA_CHUNK, PROTOCOL_VERSION, type Frame } from "../../src/tunnels/protocol.ts";
+import { decodeFrame, decodeFrames, encodeFrame, LARGE_DATA_CHUNK, MAX_DATA_CHUNK, PROTOCOL_VERSION, type Frame } from "../../src/tunnels/protocol.ts";
 import { DataSequence, FrameOutbox, OrderedReceiver } from "../../src/tunnels/framing.ts";
 
 const roundTrip = (frame: Frame) => {
@@ -100,6 +100,18 @@ describe("frame codec", () => {
     const decoded = decodeFrame(frame);
     expect(decoded.ok).toBe(false);
     expect(!decoded.ok && decoded.error).toMatch(/^welcome frame: heartbeat_ms: /);
+  });
+
+  it("takes a max_data_chunk in hello and welcome from 64 KiB to 512 KiB and refuses any other, naming the field", () => {
+    for (const type of ["hello", "welcome"] as const) {
+      const base = type === "hello" ? { type, agent_version: "1" } : { type, session_id: "ts", region: "x", heartbeat_ms: 5 };
+      for (const size of [MAX_DATA_CHUNK, LARGE_DATA_CHUNK])
+        expect(roundTrip({ ...base, max_data_chunk: size } as Frame)).toMatchObject({ max_data_chunk: size });
+      for (const size of [MAX_DATA_CHUNK - 1, LARGE_DATA_CHUNK + 1, 2 ** 31]) {
+        const decoded = decodeFrame(encodeFrame({ ...base, max_data_chunk: size } as Frame));
+        expect(!decoded.ok && decoded.error).toMatch(new RegExp(`^${type} frame: max_data_chunk: `));
+      }
+    }
   });
 
   it("splits a large chunk into numbered frames no larger than MAX_DATA_CHUNK", () => {
