@@ -22,7 +22,7 @@ export interface SessionInfo {
 
 export interface SessionMeta extends SessionInfo {
   readonly connectedAt: number;
-  /** Largest data frame body the agent takes (its hello says); absent until hello, or for an older agent. */
+  /** Largest data frame body the agent takes: what its hello said, MAX_DATA_CHUNK when it said nothing; absent until hello. */
   readonly agentMaxDataChunk?: number;
 }
 
