@@ -7,6 +7,20 @@ const RANDOM_BYTES = 14;
 let lastMillis = 0;
 let lastBody = "";
 
+/** Random bytes drawn ahead for ids of new milliseconds: one getRandomValues call serves 64 of them. */
+const randomPool = new Uint8Array(64 * RANDOM_BYTES);
+let poolUsed = randomPool.length;
+
+function nextRandomBytes(): Uint8Array {
+  if (poolUsed === randomPool.length) {
+    crypto.getRandomValues(randomPool);
+    poolUsed = 0;
+  }
+  const random = randomPool.subarray(poolUsed, poolUsed + RANDOM_BYTES);
+  poolUsed += RANDOM_BYTES;
+  return random;
+}
+
 /**
  * 20 bytes (48-bit millisecond time, 112 random bits) in base62, left-padded to 27 characters,
  * so string order is creation order. Within one millisecond the number is incremented instead,
@@ -16,7 +30,7 @@ export function newId(prefix: string, now: number = Date.now()): string {
   if (now <= lastMillis) {
     lastBody = incrementBase62(lastBody);
   } else {
-    const random = crypto.getRandomValues(new Uint8Array(RANDOM_BYTES));
+    const random = nextRandomBytes();
     random[0] &= 0x7f; // headroom so increments never overflow into the time part
     lastMillis = now;
     lastBody = encodeBase62(now, random);
@@ -24,24 +38,43 @@ export function newId(prefix: string, now: number = Date.now()): string {
   return `${prefix}_${lastBody}`;
 }
 
-/** The 160-bit number (time << 112 | random) in base62, 27 digits, by long division over 16-bit limbs. */
+/** 62⁴: four base62 digits per pass of the long division. */
+const CHUNK = 62 ** 4;
+
+/**
+ * The 160-bit number (time << 112 | random) in base62, 27 digits, by long division over 24-bit limbs,
+ * four digits a pass (remainder × 2²⁴ + limb stays below 2⁵³). A flood's 429s run it about once a millisecond.
+ */
 export function encodeBase62(millis: number, random: Uint8Array): string {
-  const limbs = new Array<number>(3 + RANDOM_BYTES / 2);
-  limbs[0] = Math.floor(millis / 2 ** 32) & 0xffff;
-  limbs[1] = Math.floor(millis / 2 ** 16) & 0xffff;
-  limbs[2] = millis & 0xffff;
-  for (let i = 0; i < RANDOM_BYTES / 2; i++) limbs[3 + i] = (random[2 * i] << 8) | random[2 * i + 1];
-  const digits = new Array<string>(ID_BODY_LENGTH);
-  for (let d = ID_BODY_LENGTH - 1; d >= 0; d--) {
+  const r = random;
+  // 168 bits in 7 limbs: the top limb holds the time's upper 16 bits (its top 8 bits are zero).
+  const limbs = [
+    Math.floor(millis / 2 ** 32) & 0xffff,
+    Math.floor(millis / 2 ** 8) & 0xffffff,
+    ((millis & 0xff) << 16) | (r[0] << 8) | r[1],
+    (r[2] << 16) | (r[3] << 8) | r[4],
+    (r[5] << 16) | (r[6] << 8) | r[7],
+    (r[8] << 16) | (r[9] << 8) | r[10],
+    (r[11] << 16) | (r[12] << 8) | r[13],
+  ];
+  let body = "";
+  for (let pass = 0; pass < 7; pass++) {
     let remainder = 0;
     for (let i = 0; i < limbs.length; i++) {
-      const current = remainder * 0x10000 + limbs[i];
-      limbs[i] = Math.floor(current / 62);
-      remainder = current % 62;
+      const current = remainder * 0x1000000 + limbs[i];
+      const quotient = Math.floor(current / CHUNK);
+      limbs[i] = quotient;
+      remainder = current - quotient * CHUNK;
     }
-    digits[d] = BASE62[remainder];
+    const d0 = Math.floor(remainder / 62 ** 3);
+    const r0 = remainder - d0 * 62 ** 3;
+    const d1 = Math.floor(r0 / 62 ** 2);
+    const r1 = r0 - d1 * 62 ** 2;
+    const d2 = Math.floor(r1 / 62);
+    body = BASE62[d0] + BASE62[d1] + BASE62[d2] + BASE62[r1 - d2 * 62] + body;
   }
-  return digits.join("");
+  // 28 digits; 62²⁷ > 2¹⁶⁰, so the first is always 0.
+  return body.slice(1);
 }
 
 /** `body` + 1 in base62 (the id bodies leave headroom, so the carry never runs off the left end). */

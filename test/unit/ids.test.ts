@@ -39,6 +39,18 @@ describe("ids", () => {
     expect(toBig(second) - toBig(first)).toBe(1n);
   });
 
+  it("ids of new milliseconds take fresh random bits, also past the batch one getRandomValues call draws", () => {
+    const toBig = (body: string) => [...body].reduce((value, digit) => value * 62n + BigInt(BASE62.indexOf(digit)), 0n);
+    const randomParts = new Set<bigint>();
+    const start = 2_000_000_000_000;
+    for (let ms = start; ms < start + 300; ms++) {
+      const value = toBig(newId("x", ms).slice(2));
+      expect(value >> 112n).toBe(BigInt(ms));
+      randomParts.add(value & ((1n << 112n) - 1n));
+    }
+    expect(randomParts.size).toBe(300);
+  });
+
   it("a clock that goes back keeps ids increasing", () => {
     const later = newId("x", 1_900_000_000_000);
     expect(newId("x", 1_899_999_999_000) > later).toBe(true);
