@@ -45,8 +45,7 @@ const CHUNK = 62 ** 4;
  * The 160-bit number (time << 112 | random) in base62, 27 digits, by long division over 24-bit limbs,
  * four digits a pass (remainder × 2²⁴ + limb stays below 2⁵³). A flood's 429s run it about once a millisecond.
  */
-export function encodeBase62(millis: number, random: Uint8Array): string {
-  const r = random;
+export function encodeBase62(millis: number, r: Uint8Array): string {
   // 168 bits in 7 limbs: the top limb holds the time's upper 16 bits (its top 8 bits are zero).
   const limbs = [
     Math.floor(millis / 2 ** 32) & 0xffff,
@@ -73,8 +72,8 @@ export function encodeBase62(millis: number, random: Uint8Array): string {
     const d2 = Math.floor(r1 / 62);
     body = BASE62[d0] + BASE62[d1] + BASE62[d2] + BASE62[r1 - d2 * 62] + body;
   }
-  // 28 digits; 62²⁷ > 2¹⁶⁰, so the first is always 0.
-  return body.slice(1);
+  // 28 digits; 62²⁷ > 2¹⁶⁰, so the extra leading one is always 0.
+  return body.slice(-ID_BODY_LENGTH);
 }
 
 /** `body` + 1 in base62 (the id bodies leave headroom, so the carry never runs off the left end). */
