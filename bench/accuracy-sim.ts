@@ -140,8 +140,21 @@ export function simulateAccuracy({
     };
     onIsolate(events.now + between(latencies.network), () => {
       arrivedTimes.push(events.now);
-      const consulted = buckets.consult("accuracy");
-      if ("decision" in consulted) return answer(consulted.decision.allowed ? clock() : undefined);
+      // As the gateway runs it: a due renewal goes out on its own, after the request that found it due.
+      const consulted = buckets.consult("accuracy", true);
+      if ("decision" in consulted) {
+        const renewal = consulted.renewal;
+        if (renewal) {
+          events.at(events.now + between(latencies.object), () => {
+            const result = take(state, clock(), spec, renewal.want, leaseMs, renewal.returned, false);
+            state = result.state;
+            events.at(events.now + between(latencies.object), () =>
+              onIsolate(events.now, () => buckets.settleRenewal("accuracy", renewal.sent, result.decision)),
+            );
+          });
+        }
+        return answer(consulted.decision.allowed ? clock() : undefined);
+      }
       events.at(events.now + between(latencies.object), () => {
         const decidedAt = clock();
         const result = take(state, decidedAt, spec, consulted.want, leaseMs, consulted.returned);

@@ -29,7 +29,7 @@ const isolate: IsolateState = {
 const tunnels: TunnelServices = {
   hosts: new HostCache(),
   policies: new CompiledPolicyCache(),
-  runPolicy: (request, env, target) => runThroughPolicy(request, env, isolate, target),
+  runPolicy: (request, env, target, afterResponse) => runThroughPolicy(request, env, isolate, target, undefined, afterResponse),
   authenticate: authenticateApiKey,
 };
 
@@ -77,7 +77,7 @@ async function serve(request: Request, env: Env, ctx: ExecutionContext): Promise
   if (!loaded.ok) return loaded.error.toResponse();
 
   // Tunnel hosts (<label>.TUNNEL_DOMAIN) and the agent endpoint, before the gateway's routes.
-  const tunnel = routeTunnelTraffic(request, env, tunnels, url, domain);
+  const tunnel = routeTunnelTraffic(request, env, tunnels, url, domain, ctx);
   if (tunnel) return tunnel;
   return handleGatewayRequest(request, env, ctx, loaded.gateway.routes, upstreamHandlers, isolate, url);
 }

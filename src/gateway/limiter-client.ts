@@ -6,9 +6,9 @@
  */
 
 import type { Env } from "../env.ts";
-import { type IsolateBuckets, LEASE_MS } from "../limiter/isolate-buckets.ts";
+import { type IsolateBuckets, LEASE_MS, type ObjectCall } from "../limiter/isolate-buckets.ts";
 import type { LeaseDecision, WindowSpec } from "../limiter/sliding-window.ts";
-import type { ActionServices, BucketRef, CountResult, RateLimitCounter } from "../policy/exchange.ts";
+import type { ActionServices, AfterResponse, BucketRef, CountResult, RateLimitCounter } from "../policy/exchange.ts";
 import { analyticsDataset, decisionSink } from "./decision-sink.ts";
 
 export const DEFAULT_TIMEOUT_MS = 1000;
@@ -30,12 +30,15 @@ class CounterTimeout extends Error {
 export function durableObjectCounter(env: Env, ingress: string, buckets: IsolateBuckets): RateLimitCounter {
   const timeoutMs = Number(env.RATE_LIMIT_TIMEOUT_MS) > 0 ? Number(env.RATE_LIMIT_TIMEOUT_MS) : DEFAULT_TIMEOUT_MS;
   return {
-    async count(bucket: BucketRef, spec: WindowSpec): Promise<CountResult> {
+    async count(bucket: BucketRef, spec: WindowSpec, afterResponse?: AfterResponse): Promise<CountResult> {
       // Whatever a client put in the key (a 60 KB header), the isolate and the object see 43 characters.
       const known = buckets.ids.idOf({ ingress, ...bucket });
       const id = typeof known === "string" ? known : await known;
-      const consulted = buckets.consult(id);
-      if ("decision" in consulted) return { ok: true, decision: consulted.decision, bucketId: id };
+      const consulted = buckets.consult(id, afterResponse !== undefined);
+      if ("decision" in consulted) {
+        if (consulted.renewal) afterResponse!.waitUntil(renewLease(env, buckets, id, spec, consulted.renewal, timeoutMs));
+        return { ok: true, decision: consulted.decision, bucketId: id };
+      }
       let answer: LeaseDecision;
       try {
         const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(id));
@@ -53,6 +56,20 @@ export function durableObjectCounter(env: Env, ingress: string, buckets: Isolate
       return { ok: true, decision: buckets.settle(id, consulted.sent, answer), bucketId: id };
     },
   };
+}
+
+/**
+ * Asks the bucket's object for a lease ahead (no request waits for it) and hands the answer to the isolate's
+ * memory. A failure costs only the lease: requests then go to the object one by one, as if it had not been asked.
+ */
+async function renewLease(env: Env, buckets: IsolateBuckets, id: string, spec: WindowSpec, call: ObjectCall, timeoutMs: number): Promise<void> {
+  try {
+    const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(id));
+    const answer = (await withTimeout(Promise.resolve(stub.take(spec, call.want, LEASE_MS, call.returned, false)), timeoutMs)) as LeaseDecision;
+    buckets.settleRenewal(id, call.sent, answer);
+  } catch (error) {
+    console.error(`rate-limit: renewing a lease failed, requests are counted one by one until the next: ${(error as Error).message}`);
+  }
 }
 
 /** The services last made without an analytics dataset: they hold no per-request state, so requests share them. */

@@ -3,7 +3,7 @@
 import type { Env } from "../env.ts";
 import { ErrorCode, ServiceError } from "../errors.ts";
 import { runPhase } from "../policy/evaluate.ts";
-import { initialVars, type ActionServices, type Exchange, type ExchangeRequest } from "../policy/exchange.ts";
+import { initialVars, type ActionServices, type AfterResponse, type Exchange, type ExchangeRequest } from "../policy/exchange.ts";
 import type { PolicyTarget } from "../policy/target.ts";
 import type { IsolateBuckets } from "../limiter/isolate-buckets.ts";
 import { ingressId } from "../ingress.ts";
@@ -53,16 +53,21 @@ class ExchangeRequestView implements ExchangeRequest {
   }
 }
 
-/** Runs inbound policy → target → outbound policy for one request (`url`: the request's, when already parsed). */
+/**
+ * Runs inbound policy → target → outbound policy for one request (`url`: the request's, when already parsed;
+ * `afterResponse`: the request's ExecutionContext, where counting may leave a lease renewal running).
+ */
 export async function runThroughPolicy(
   request: Request,
   env: Env,
   isolate: IsolateState,
   target: PolicyTarget,
   url: URL = new URL(request.url),
+  afterResponse?: AfterResponse,
 ): Promise<Response> {
   const exchange: Exchange = {
     scope: target.scope,
+    afterResponse,
     clientIp: clientIp(request),
     request: new ExchangeRequestView(request, url),
     vars: initialVars(),
@@ -137,5 +142,5 @@ export async function handleGatewayRequest(
     };
     forward = (original, exchange) => withCircuitBreaker(env, ctx, isolate.breakers, ingressId(env, request), label, spec, () => direct(original, exchange));
   }
-  return runThroughPolicy(request, env, isolate, { scope, policy: route.policy, forward }, url);
+  return runThroughPolicy(request, env, isolate, { scope, policy: route.policy, forward }, url, ctx);
 }

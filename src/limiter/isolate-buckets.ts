@@ -15,9 +15,12 @@
  * to 28 % in a simulation of the accuracy run, bench/accuracy-sim.ts, and 0 % with one lease at a time).
  *
  * A busy bucket (BUSY_EPOCH requests a period) renews its lease early: once a quarter of a lease period's demand is left (or a quarter of the
- * period), the next request goes to the object for a new lease while the others go on using the old one, so
- * requests do not queue at the object when a lease runs out. The new lease replaces the old one; what the old
- * one still held is handed back with the next call.
+ * period), a new lease is asked for while requests go on using the old one, so they do not queue at the object
+ * when a lease runs out. When the caller can run work after its response (`consult(id, true)`), the request that
+ * finds the renewal due is itself answered from the old lease and the renewal goes out on its own, a lease asked
+ * for ahead that decides no request (`settleRenewal`): no request waits for the object while the bucket stays
+ * busy. Otherwise that request goes to the object and waits for its answer. The new lease replaces the old one;
+ * what the old one still held is handed back with the next call.
  *
  * Buckets are named by fixed-size ids (hashes of what the client sent), and the memory is bounded by
  * bytes: past `maxBytes` the least recently used bucket is forgotten, which only costs an object call.
@@ -76,6 +79,8 @@ interface BucketMemory {
 
 export interface BucketStats {
   objectCalls: number;
+  /** Of the object calls, the renewals sent after a response, which no request waited for. */
+  renewalsAhead: number;
   cachedRejections: number;
   leasedAdmissions: number;
 }
@@ -85,11 +90,19 @@ export interface IsolateBucketsOptions {
   readonly maxBytes?: number;
 }
 
+/** A call to the object: `want` admissions asked for at time `sent`, handing back `returned` leased admissions this isolate will never use. */
+export interface ObjectCall {
+  readonly want: number;
+  readonly sent: number;
+  readonly returned?: LeaseReturn;
+}
+
 /**
- * Memory answered (`decision`), or the object must be asked for `want` admissions at time `sent`, handing
- * back `returned` leased admissions this isolate will never use.
+ * Memory answered (`decision`), and when `renewal` is there the caller sends it after the response, as a lease
+ * asked for ahead (`forRequest` false), and hands its answer to `settleRenewal`. Or the request goes to the
+ * object (an `ObjectCall`) and its answer to `settle`.
  */
-export type Consultation = { readonly decision: WindowDecision } | { readonly want: number; readonly sent: number; readonly returned?: LeaseReturn };
+export type Consultation = { readonly decision: WindowDecision; readonly renewal?: ObjectCall } | ObjectCall;
 
 /**
  * A decision answered with a leased admission. `remaining` is what the object had not handed out when it
@@ -100,7 +113,7 @@ function leasedAdmission(memory: BucketMemory, now: number): WindowDecision {
 }
 
 export class IsolateBuckets {
-  readonly stats: BucketStats = { objectCalls: 0, cachedRejections: 0, leasedAdmissions: 0 };
+  readonly stats: BucketStats = { objectCalls: 0, renewalsAhead: 0, cachedRejections: 0, leasedAdmissions: 0 };
   readonly now: () => number;
   /** Which limited decisions get a log line (one per bucket per second), on the same clock. */
   readonly decisionLog: DecisionLog;
@@ -123,14 +136,24 @@ export class IsolateBuckets {
     return this.buckets.size;
   }
 
-  /** Answers from memory when it can; otherwise says how many admissions to ask the object for. */
-  consult(id: string): Consultation {
+  /**
+   * Answers from memory when it can; otherwise says how many admissions to ask the object for.
+   * `renewAhead`: the caller can send a renewal after its response, so a due renewal does not hold up this request.
+   */
+  consult(id: string, renewAhead = false): Consultation {
     const memory = this.memoryOf(id);
     const sent = this.now();
     let want = observe(memory, sent);
     const leaseIdle = memory.askedAt === 0 || sent - memory.askedAt >= LEASE_MS;
     // Only busy buckets renew early: for a small one a superseded lease's remainder would stay counted until handed back.
     const renew = want >= BUSY_EPOCH && leaseIdle && memory.blockedUntil <= sent && renewalDue(memory, sent, want);
+    if (renew && renewAhead && this.takeLeased(memory, sent)) {
+      const decision = leasedAdmission(memory, sent);
+      this.stats.objectCalls++;
+      this.stats.renewalsAhead++;
+      memory.askedAt = sent;
+      return { decision, renewal: this.callOf(memory, want, sent) };
+    }
     if (!renew && this.takeLeased(memory, sent)) return { decision: leasedAdmission(memory, sent) };
     expire(memory, sent);
     if (memory.blockedUntil > sent && memory.returnCount === 0) {
@@ -144,6 +167,11 @@ export class IsolateBuckets {
       if (!leaseIdle) want = 1;
       else memory.askedAt = sent;
     }
+    return this.callOf(memory, want, sent);
+  }
+
+  /** A call for `want` admissions at `sent`, taking along what is to be handed back. */
+  private callOf(memory: BucketMemory, want: number, sent: number): ObjectCall {
     if (memory.returnCount === 0) return { want, sent };
     const returned = { start: memory.returnStart, count: memory.returnCount };
     memory.returnCount = 0;
@@ -172,6 +200,26 @@ export class IsolateBuckets {
     if (this.takeLeased(memory, now)) return leasedAdmission(memory, now);
     memory.blockedUntil = now + decision.retryAfterMs;
     return decision;
+  }
+
+  /**
+   * Takes in the object's answer to a renewal sent at `sent` (a lease asked for ahead: every admission it
+   * granted is leased, none was a request's). A full bucket's answer is remembered as limited; admissions
+   * still leased are used first all the same, as they are already counted.
+   */
+  settleRenewal(id: string, sent: number, answer: LeaseDecision): void {
+    const memory = this.memoryOf(id);
+    const now = this.now();
+    if (sent === memory.askedAt) memory.askedAt = 0;
+    if (!answer.allowed) {
+      memory.objectRemaining = 0;
+      memory.blockedUntil = now + answer.retryAfterMs;
+      return;
+    }
+    if (answer.granted > 0) lease(memory, now, sent + LEASE_MS - LEASE_MARGIN_MS, answer.leaseStart, answer.granted);
+    memory.blockedUntil = 0;
+    memory.objectRemaining = answer.remaining;
+    memory.refillAt = now + answer.refillMs;
   }
 
   private memoryOf(id: string): BucketMemory {

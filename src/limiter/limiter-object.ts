@@ -23,13 +23,14 @@ export class RateLimiter extends DurableObject<Env> {
   /**
    * Counts one request and, if asked, leases further admissions to the calling isolate for
    * `leaseMs` (see `take` in sliding-window.ts): one storage write serves many requests. `returned`:
-   * leased admissions the isolate gives back unused. The whole decision runs without yielding, so it is atomic.
+   * leased admissions the isolate gives back unused. `forRequest` false: a lease asked for ahead, with no
+   * request of its own. The whole decision runs without yielding, so it is atomic.
    */
-  take(spec: WindowSpec, want: number, leaseMs: number, returned?: LeaseReturn): LeaseDecision {
+  take(spec: WindowSpec, want: number, leaseMs: number, returned?: LeaseReturn, forRequest = true): LeaseDecision {
     const now = Date.now();
-    const { decision, state } = take(this.stored.state, now, spec, want, leaseMs, returned);
+    const { decision, state } = take(this.stored.state, now, spec, want, leaseMs, returned, forRequest === true);
     this.stored = { state, windowMs: spec.windowMs };
-    if (decision.allowed || (returned && returned.count > 0)) {
+    if (decision.granted > 0 || (returned && returned.count > 0)) {
       this.ctx.storage.kv.put(STORAGE_KEY, this.stored);
       this.scheduleCleanup();
     }

@@ -92,9 +92,13 @@ export function hit(state: WindowState, now: number, spec: WindowSpec): { decisi
 }
 
 export interface LeaseDecision extends WindowDecision {
-  /** Admissions granted: this request's, plus `granted - 1` the caller may use until `now + leaseMs`. */
+  /**
+   * Admissions granted: this request's, plus `granted - 1` the caller may use until `now + leaseMs`. For a
+   * lease asked for ahead (`forRequest` false) there is no request: all `granted` are leased, and `allowed`
+   * says only that the bucket had room.
+   */
   readonly granted: number;
-  /** Start of the sub-window the `granted - 1` leased admissions are recorded in (0 when none were leased). */
+  /** Start of the sub-window the leased admissions are recorded in (0 when none were leased). */
   readonly leaseStart: number;
 }
 
@@ -140,7 +144,9 @@ function record(subWindows: SubWindow[], at: number, count: number, length: numb
  * could be used: a lease can leave admissions unused (under-admission), never add any (no
  * over-admission). At most a tenth of the remaining room is leased, so near capacity every
  * request is decided here, one by one. `returned`: leased admissions the caller gives back unused
- * (see `LeaseReturn`), taken out before the request is decided.
+ * (see `LeaseReturn`), taken out before the request is decided. `forRequest` false: a lease asked for
+ * ahead, while the caller still holds admissions: no request is decided, up to `want` admissions are
+ * leased (again at most a tenth of the room), and none is recorded at `now`.
  */
 export function take(
   state: WindowState,
@@ -149,6 +155,7 @@ export function take(
   want: number,
   leaseMs: number,
   returned?: LeaseReturn,
+  forRequest = true,
 ): { decision: LeaseDecision; state: WindowState } {
   const current = giveBack(live(state, now, spec.windowMs), returned);
   const counted = total(current);
@@ -160,19 +167,20 @@ export function take(
     };
   }
   const room = spec.capacity - counted;
-  const leased = leaseMs > 0 ? Math.max(0, Math.min(want - 1, Math.floor(room / 10) - 1)) : 0;
+  const own = forRequest ? 1 : 0;
+  const leased = leaseMs > 0 ? Math.max(0, Math.min(want - own, Math.floor(room / 10) - own)) : 0;
   const length = subWindowLength(spec.windowMs);
-  let next = record(current, now, 1, length);
+  let next = forRequest ? record(current, now, 1, length) : current;
   if (leased > 0) next = record(next, now + leaseMs, leased, length);
   return {
     decision: {
       allowed: true,
-      granted: 1 + leased,
+      granted: own + leased,
       leaseStart: leased > 0 ? next[next.length - 1].start : 0,
-      remaining: room - 1 - leased,
+      remaining: room - own - leased,
       retryAfterMs: 0,
       resetMs: resetAfter(next, now, spec),
-      refillMs: next[0].end + spec.windowMs - now,
+      refillMs: next.length > 0 ? next[0].end + spec.windowMs - now : 0,
     },
     state: { subWindows: next },
   };

@@ -50,9 +50,16 @@ export interface RateLimitField {
   readonly resetSeconds: number;
 }
 
+/** Work a request may leave running after its response (a Worker's ExecutionContext is one). */
+export interface AfterResponse {
+  waitUntil(task: Promise<unknown>): void;
+}
+
 export interface Exchange {
   /** Namespace of rate-limit buckets: the route or tunnel this traffic belongs to. */
   readonly scope: string;
+  /** Where work that need not hold up the response goes; absent where the caller has nowhere to put it. */
+  readonly afterResponse?: AfterResponse;
   readonly clientIp: string;
   readonly request: ExchangeRequest;
   response?: ExchangeResponse;
@@ -77,9 +84,12 @@ export type CountResult =
   | { readonly ok: true; readonly decision: WindowDecision; readonly bucketId?: string }
   | { readonly ok: false; readonly code: string; readonly message: string; readonly bucketId?: string };
 
-/** Counts requests in buckets; never throws: failures come back as `ok: false`. */
+/**
+ * Counts requests in buckets; never throws: failures come back as `ok: false`. `afterResponse`: where the
+ * counter may leave work that need not hold up this request (renewing a busy bucket's lease).
+ */
 export interface RateLimitCounter {
-  count(bucket: BucketRef, spec: WindowSpec): Promise<CountResult>;
+  count(bucket: BucketRef, spec: WindowSpec, afterResponse?: AfterResponse): Promise<CountResult>;
 }
 
 export type RateLimitOutcome = "allowed" | "limited" | "shadow_limited" | "error";

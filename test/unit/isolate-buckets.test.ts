@@ -24,34 +24,50 @@ function heapAfterGc(): number {
 /**
  * One isolate in front of one object, with requests in flight at once: each step either sends a request
  * (memory answers, or it goes out to the object) or delivers the object's answer to one in flight.
+ * `renewAhead`: as the gateway runs it, renewals go out on their own (settled with settleRenewal).
  */
-function simulate(steps: ReadonlyArray<{ gap: number; deliver: number }>, capacity: number, windowMs: number, answerWithinMs = Number.POSITIVE_INFINITY) {
+function simulate(
+  steps: ReadonlyArray<{ gap: number; deliver: number }>,
+  capacity: number,
+  windowMs: number,
+  answerWithinMs = Number.POSITIVE_INFINITY,
+  renewAhead = false,
+) {
   let now = 1_700_000_000_000;
   const buckets = new IsolateBuckets({ now: () => now });
   let state: WindowState = emptyWindow;
-  const inFlight: Array<{ sent: number; answer: LeaseDecision }> = [];
+  const inFlight: Array<{ sent: number; answer: LeaseDecision; renewal: boolean }> = [];
   const admitted: number[] = [];
-  for (const { gap, deliver } of steps) {
+  const deliver = ({ sent, answer, renewal }: { sent: number; answer: LeaseDecision; renewal: boolean }) => {
+    if (renewal) return buckets.settleRenewal("b", sent, answer);
+    // An admission the object granted is counted where it decided (below); one the isolate's lease
+    // supplies in place of a refusal is counted now.
+    if (buckets.settle("b", sent, answer).allowed && !answer.allowed) admitted.push(now);
+  };
+  for (const { gap, deliver: which } of steps) {
     // Answers due back before the clock moves on are delivered first (limiter-client gives up on slower ones).
     for (
       let late = inFlight.findIndex((call) => call.sent + answerWithinMs <= now + gap);
       late >= 0;
       late = inFlight.findIndex((call) => call.sent + answerWithinMs <= now + gap)
     ) {
-      const [{ sent, answer }] = inFlight.splice(late, 1);
-      if (buckets.settle("b", sent, answer).allowed && !answer.allowed) admitted.push(now);
+      deliver(inFlight.splice(late, 1)[0]);
     }
     now += gap;
-    if (deliver > 0 && inFlight.length > 0) {
-      const [{ sent, answer }] = inFlight.splice(deliver % inFlight.length, 1);
-      // An admission the object granted is counted where it decided (below); one the isolate's lease
-      // supplies in place of a refusal is counted now.
-      if (buckets.settle("b", sent, answer).allowed && !answer.allowed) admitted.push(now);
+    if (which > 0 && inFlight.length > 0) {
+      deliver(inFlight.splice(which % inFlight.length, 1)[0]);
       continue;
     }
-    const consulted = buckets.consult("b");
+    const consulted = buckets.consult("b", renewAhead);
     if ("decision" in consulted) {
       if (consulted.decision.allowed) admitted.push(now);
+      const renewal = consulted.renewal;
+      if (renewal) {
+        // The renewal reaches the object now and decides no request of its own.
+        const result = take(state, now, { capacity, windowMs }, renewal.want, LEASE_MS, renewal.returned, false);
+        state = result.state;
+        inFlight.push({ sent: renewal.sent, answer: result.decision, renewal: true });
+      }
       continue;
     }
     // The object decides when the request reaches it (now); the isolate learns the answer later.
@@ -59,10 +75,10 @@ function simulate(steps: ReadonlyArray<{ gap: number; deliver: number }>, capaci
     const result = take(state, now, { capacity, windowMs }, consulted.want, LEASE_MS, consulted.returned);
     state = result.state;
     if (result.decision.allowed) admitted.push(now);
-    inFlight.push({ sent: consulted.sent, answer: result.decision });
+    inFlight.push({ sent: consulted.sent, answer: result.decision, renewal: false });
   }
   // Whatever is still in flight comes back now.
-  for (const { sent, answer } of inFlight.splice(0)) if (buckets.settle("b", sent, answer).allowed && !answer.allowed) admitted.push(now);
+  for (const call of inFlight.splice(0)) deliver(call);
   return { admitted, stats: buckets.stats, buckets, state: () => state, clock: { get: () => now, set: (value: number) => (now = value) } };
 }
 
@@ -91,8 +107,8 @@ describe("isolate bucket memory", () => {
       { minLength: 200, maxLength: 1500 },
     );
     fc.assert(
-      fc.property(steps, fc.integer({ min: 1, max: 300 }), fc.constantFrom(60_000, 120_000), (trace, capacity, windowMs) => {
-        const { admitted } = simulate(trace, capacity, windowMs);
+      fc.property(steps, fc.integer({ min: 1, max: 300 }), fc.constantFrom(60_000, 120_000), fc.boolean(), (trace, capacity, windowMs, renewAhead) => {
+        const { admitted } = simulate(trace, capacity, windowMs, Number.POSITIVE_INFINITY, renewAhead);
         expect(maxInAnyWindow(admitted, windowMs)).toBeLessThanOrEqual(capacity);
       }),
       { numRuns: 80 },
@@ -108,11 +124,11 @@ describe("isolate bucket memory", () => {
       { minLength: 50, maxLength: 600 },
     );
     fc.assert(
-      fc.property(steps, fc.integer({ min: 20, max: 2_000 }), (trace, capacity) => {
+      fc.property(steps, fc.integer({ min: 20, max: 2_000 }), fc.boolean(), (trace, capacity, renewAhead) => {
         // A window longer than any trace, so nothing expires: the object's count must equal the admissions.
         const windowMs = 3_600_000;
         // Answers come back within half a lease period (a slower one may be past its own deadline; see the next test).
-        const run = simulate(trace, capacity, windowMs, LEASE_MS / 2);
+        const run = simulate(trace, capacity, windowMs, LEASE_MS / 2, renewAhead);
         run.clock.set(run.clock.get() + LEASE_MS);
         const consulted = run.buckets.consult("b");
         if ("decision" in consulted) {
@@ -182,6 +198,74 @@ describe("isolate bucket memory", () => {
     expect(fromNewLease).toBeGreaterThan(0);
     expect(fromNewLease).toBeLessThanOrEqual(39);
     expect(next).toMatchObject({ returned: { start: 2_000, count: 5 } });
+  });
+
+  it("renews a busy bucket's lease ahead when it can: the request that finds the renewal due is answered from the lease, and the renewal's admissions are all leased", () => {
+    let now = 0;
+    const buckets = new IsolateBuckets({ now: () => now });
+    for (let i = 0; i < 40; i++, now += 5) {
+      const consulted = buckets.consult("b", true);
+      if ("want" in consulted) buckets.settle("b", consulted.sent, admitted(1));
+    }
+    now = LEASE_MS;
+    expect(buckets.consult("b", true)).toEqual({ want: 40, sent: LEASE_MS });
+    buckets.settle("b", LEASE_MS, admitted(40, { leaseStart: 2_000 }));
+    let consulted = buckets.consult("b", true);
+    let answered = 0;
+    while (!("renewal" in consulted && consulted.renewal)) {
+      expect(consulted).toMatchObject({ decision: { allowed: true } });
+      answered++;
+      consulted = buckets.consult("b", true);
+    }
+    // The request that found the renewal due (a quarter of the demand, 10, left) took one of them.
+    expect(answered).toBe(39 - 10);
+    expect(consulted).toEqual({ decision: expect.objectContaining({ allowed: true }), renewal: { want: 40, sent: LEASE_MS } });
+    // While the renewal is out, the remaining 9 are used and nothing else is sent.
+    for (let i = 0; i < 9; i++) expect(buckets.consult("b", true)).toEqual({ decision: expect.objectContaining({ allowed: true }) });
+    buckets.settleRenewal("b", LEASE_MS, admitted(40, { leaseStart: 3_000, remaining: 500 }));
+    // All 40 of the renewal are leased (it decided no request of its own): one used, 39 held, 500 at the object.
+    expect(buckets.consult("b", true)).toEqual({ decision: expect.objectContaining({ allowed: true, remaining: 500 + 39 }) });
+    expect(buckets.stats.objectCalls).toBe(40 + 1 + 1); // the first period one by one, the lease, the renewal
+  });
+
+  it("a renewal asked for ahead that finds the bucket full: admissions still leased are used first, then requests are refused from memory", () => {
+    let now = 0;
+    const buckets = new IsolateBuckets({ now: () => now });
+    for (let i = 0; i < 40; i++, now += 5) {
+      const consulted = buckets.consult("b", true);
+      if ("want" in consulted) buckets.settle("b", consulted.sent, admitted(1));
+    }
+    now = LEASE_MS;
+    buckets.consult("b", true);
+    buckets.settle("b", LEASE_MS, admitted(40, { leaseStart: 2_000 }));
+    let consulted = buckets.consult("b", true);
+    while (!("renewal" in consulted && consulted.renewal)) consulted = buckets.consult("b", true);
+    buckets.settleRenewal("b", LEASE_MS, { allowed: false, granted: 0, leaseStart: 0, remaining: 0, retryAfterMs: 30_000, resetMs: 60_000, refillMs: 30_000 });
+    for (let i = 0; i < 9; i++) expect(buckets.consult("b", true)).toMatchObject({ decision: { allowed: true } });
+    const calls = buckets.stats.objectCalls;
+    expect(buckets.consult("b", true)).toEqual({ decision: { allowed: false, remaining: 0, retryAfterMs: 30_000, resetMs: 30_000, refillMs: 30_000 } });
+    expect(buckets.stats.objectCalls).toBe(calls);
+  });
+
+  it("a renewal asked for ahead that never comes back: requests go to the object one by one, and a lease may be asked for again after a lease period", () => {
+    let now = 0;
+    const buckets = new IsolateBuckets({ now: () => now });
+    for (let i = 0; i < 40; i++, now += 5) {
+      const consulted = buckets.consult("b", true);
+      if ("want" in consulted) buckets.settle("b", consulted.sent, admitted(1));
+    }
+    now = LEASE_MS;
+    buckets.consult("b", true);
+    buckets.settle("b", LEASE_MS, admitted(40, { leaseStart: 2_000 }));
+    let consulted = buckets.consult("b", true);
+    while (!("renewal" in consulted && consulted.renewal)) consulted = buckets.consult("b", true);
+    const renewalSent = now;
+    for (let i = 0; i < 9; i++) buckets.consult("b", true);
+    now += 1;
+    expect(buckets.consult("b", true)).toMatchObject({ want: 1 }); // lease used up, the renewal lost
+    now = renewalSent + LEASE_MS;
+    expect(buckets.consult("b", true)).toMatchObject({ want: expect.any(Number) });
+    expect((buckets.consult("b", true) as { want: number }).want).toBe(1); // that one is the lease in flight
   });
 
   it("a bucket that turns busy asks for a lease within its first lease period, sized by its requests so far", () => {

@@ -88,4 +88,26 @@ describe("leased admissions (take)", () => {
     }
     expect(calls).toBe(Math.ceil(times.length / 64));
   });
+
+  it("a lease asked for ahead decides no request: all it grants is leased, recorded a lease period ahead, at most a tenth of the room", () => {
+    const spec = { capacity: 1_000, windowMs: 60_000 };
+    const ahead = take(emptyWindow, 5_000, spec, 40, LEASE_MS, undefined, false);
+    expect(ahead.decision).toMatchObject({ allowed: true, granted: 40, remaining: 960, leaseStart: 6_000 });
+    // Nothing at now: the only sub-window is the lease's, a lease period ahead.
+    expect(ahead.state.subWindows).toEqual([{ start: 6_000, end: 6_000, count: 40 }]);
+    expect(take(emptyWindow, 5_000, spec, 500, LEASE_MS, undefined, false).decision).toMatchObject({ granted: 100, remaining: 900 });
+  });
+
+  it("a lease asked for ahead of a bucket with less than ten to spare grants nothing, and of a full bucket says when to retry", () => {
+    const spec = { capacity: 100, windowMs: 60_000 };
+    let state: WindowState = emptyWindow;
+    for (let i = 0; i < 91; i++) state = take(state, i, spec, 1, LEASE_MS).state;
+    const little = take(state, 100, spec, 40, LEASE_MS, undefined, false);
+    expect(little.decision).toMatchObject({ allowed: true, granted: 0, remaining: 9 });
+    expect(little.state).toEqual({ subWindows: state.subWindows });
+    for (let i = 91; i < 100; i++) state = take(state, i, spec, 1, LEASE_MS).state;
+    const full = take(state, 200, spec, 40, LEASE_MS, undefined, false);
+    expect(full.decision).toMatchObject({ allowed: false, granted: 0, remaining: 0 });
+    expect(full.decision.retryAfterMs).toBeGreaterThan(59_000);
+  });
 });

@@ -55,6 +55,15 @@ describe("RateLimiter Durable Object", () => {
     expect(alarm).not.toBeNull();
   });
 
+  it("leases ahead without deciding a request, and keeps the lease counted across a restart", async () => {
+    const stub = freshStub();
+    const spec = { capacity: 1_000, windowMs: 60_000 };
+    const ahead = await stub.take(spec, 40, 1_000, undefined, false);
+    expect(ahead).toMatchObject({ allowed: true, granted: 40, remaining: 960 });
+    await abortAllDurableObjects();
+    expect(await env.RATE_LIMITER.get(stub.id).take(spec, 1, 0)).toMatchObject({ allowed: true, remaining: 959 });
+  });
+
   it("takes back leased admissions handed back unused, and keeps that across a restart", async () => {
     const stub = freshStub();
     const spec = { capacity: 200, windowMs: 60_000 };

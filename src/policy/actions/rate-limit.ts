@@ -147,7 +147,7 @@ export const rateLimitAction = defineAction({
         const key = parts.join(":");
         const vars = exchange.vars.rate_limit;
         vars.bucket_key = key;
-        const result = await counter.count({ scope: exchange.scope, action: name, key: JSON.stringify(parts) }, spec);
+        const result = await counter.count({ scope: exchange.scope, action: name, key: JSON.stringify(parts) }, spec, exchange.afterResponse);
         const event = (outcome: RateLimitOutcome, remaining: number, retryAfter: number, errorCode = ""): RateLimitEvent => ({
           scope: exchange.scope,
           action: name,

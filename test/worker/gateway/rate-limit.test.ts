@@ -4,6 +4,7 @@ import type { Env } from "../../../src/env.ts";
 import type { IsolateState } from "../../../src/gateway/pipeline.ts";
 import { upstreamHandlers } from "../../../src/worker.ts";
 import { LEASE_MS } from "../../../src/limiter/isolate-buckets.ts";
+import { bucketId } from "../../../src/limiter/bucket-id.ts";
 import { gatewayFrom, newIsolate, send, singleEdge } from "./harness.ts";
 
 const limitPolicy = (capacity: number, name = "per-client", bucketKey = "conn.client_ip") => `
@@ -128,6 +129,38 @@ inbound:
     expect(counts[200]).toBeLessThanOrEqual(400);
     expect(isolate.buckets.stats.leasedAdmissions).toBeGreaterThan(0);
     expect(isolate.buckets.stats.objectCalls).toBeLessThan(counts[200] / 2);
+  });
+
+  it("a busy bucket's lease is renewed after the response: once leasing, no request waits for the object, and none is admitted over capacity", async () => {
+    const routes = singleEdge(`      - { id: r, match: /, upstream: echo, traffic_policy: limit.yaml }\n`, { "policies/limit.yaml": limitPolicy(5_000) });
+    // 100 requests a lease period on the isolate's clock, whatever the machine's speed.
+    let now = Date.now();
+    const isolate = newIsolate(() => now);
+    let admitted = 0;
+    let waitedAfterFirstLease: number | undefined;
+    for (let i = 0; i < 1_000; i++) {
+      const response = await send(routes, request("/busy"), { INGRESS_ID: "busy-test" }, upstreamHandlers, isolate);
+      if (response.status === 200) admitted++;
+      await response.body?.cancel();
+      const { objectCalls, renewalsAhead, leasedAdmissions } = isolate.buckets.stats;
+      if (waitedAfterFirstLease === undefined && leasedAdmissions > 0) waitedAfterFirstLease = objectCalls - renewalsAhead;
+      now += LEASE_MS / 100;
+    }
+    const { objectCalls, renewalsAhead } = isolate.buckets.stats;
+    expect(admitted).toBe(1_000);
+    expect(renewalsAhead).toBeGreaterThanOrEqual(5);
+    // Requests that went to the object and waited: none after the first lease.
+    expect(objectCalls - renewalsAhead).toBe(waitedAfterFirstLease);
+    // The object counted every admission, and leased admissions not used yet: never fewer than were admitted.
+    const route = routes.match("gw.test", "/busy")!;
+    const id = await bucketId({
+      ingress: "busy-test",
+      scope: `route:${route.edgeId}/${route.id}`,
+      action: "per-client",
+      key: JSON.stringify(["198.51.100.7"]),
+    });
+    const counted = await env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(id)).take({ capacity: 5_000, windowMs: 60_000 }, 1, 0);
+    expect(5_000 - counted.remaining - 1).toBeGreaterThanOrEqual(admitted);
   });
 
   it("outbound, it counts responses and replaces an over-limit response by the 429", async () => {
