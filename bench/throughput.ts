@@ -1,6 +1,9 @@
 /**
- * The throughput part: every target loaded in turn (A B C … A B C …) for several rounds, so
- * that machine noise spreads over all of them alike; one warm-up pass first, discarded.
+ * The throughput part: every target loaded in turn for several rounds, so that machine noise spreads over all
+ * of them alike; one warm-up pass first, discarded. Rounds run the targets forwards and backwards in turn
+ * (A B C, C B A, …): workerd under Miniflare grows its memory by a few KB a request whatever the Worker does, and
+ * its latency tail grows with it (a bare route's p99 rose from 67 to 188 ms over ten 5 s runs), so a target
+ * always run after another would always meet an older process.
  */
 
 import { runLoad, type LoadOptions, type LoadResult } from "./load.ts";
@@ -66,7 +69,7 @@ export async function measureAlternating(targets: readonly Target[], options: Me
   }
   const samples = new Map<string, RoundSample[]>(targets.map((target) => [target.id, []]));
   for (let round = 1; round <= options.rounds; round++) {
-    for (const target of targets) {
+    for (const target of round % 2 === 1 ? targets : [...targets].reverse()) {
       const taken = await sample(target, round, options.load);
       samples.get(target.id)!.push(taken);
       const { requestsPerSecond, p50, p99, limited, requests } = taken.result;

@@ -16,6 +16,8 @@ export interface WorkerHost {
   readonly url: string;
   /** CPU seconds the workerd process has used so far (Linux), or undefined. */
   cpuSeconds(): number | undefined;
+  /** The workerd process's id (Linux), or undefined when it could not be told apart. */
+  readonly pid: number | undefined;
   /** The last lines workerd wrote (console output of the Worker), repeats folded, for diagnostics. */
   recentOutput(): string;
   /** How many lines written so far contain `marker` (one of HostOptions.countLinesContaining). */
@@ -99,6 +101,7 @@ export async function hostWorker(options: HostOptions): Promise<WorkerHost> {
   const pid = workerd.length === 1 ? workerd[0] : undefined;
   return {
     url,
+    pid,
     cpuSeconds: () => cpuSeconds(pid),
     recentOutput: () => foldRepeats(output),
     linesContaining: (marker) => counts.get(marker) ?? 0,
