@@ -7,7 +7,7 @@
  * Whatever else the machine does in a round falls on both alike. Prints every round and the medians.
  *
  * Targets:
- *   flood | allowed | bare              this tree's gateway with the bench policies, at that route
+ *   flood | allowed | rollout | bare    this tree's gateway with the bench policies, at that route
  *   binding-flood                       the Workers rate-limit binding peer (bench/peer/binding)
  *   fixed-429                           the Worker that answers a fixed 429 and nothing else
  *   tree=<dir>:<route>                  the gateway of another checkout (say a `git worktree` of main), at a route
@@ -30,7 +30,7 @@ import { startUpstream } from "./upstream.ts";
 import { hostWorker, type WorkerHost } from "./workerd.ts";
 
 const ROOT = resolve(fileURLToPath(import.meta.url), "../..");
-const USAGE = "usage: npm run bench:ab -- <A> <B>, each flood | allowed | bare | binding-flood | fixed-429 | tree=<dir>:<flood|allowed|bare> | worker=<file>";
+const USAGE = "usage: npm run bench:ab -- <A> <B>, each flood | allowed | bare | binding-flood | fixed-429 | rollout | tree=<dir>:<flood|allowed|rollout|bare> | worker=<file>";
 
 interface TargetSpec {
   readonly label: string;
@@ -43,7 +43,7 @@ interface TargetSpec {
 type GatewayRoute = keyof typeof PATHS;
 
 function gatewayRoute(name: string): GatewayRoute {
-  const routes: Record<string, GatewayRoute> = { flood: "flood", allowed: "limited", bare: "bare" };
+  const routes: Record<string, GatewayRoute> = { flood: "flood", allowed: "limited", rollout: "rollout", bare: "bare" };
   const route = routes[name];
   if (!route) throw new Error(`unknown gateway route '${name}'\n${USAGE}`);
   return route;
