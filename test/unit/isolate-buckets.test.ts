@@ -15,6 +15,18 @@ function admitted(granted: number, { leaseStart = 0, remaining = 1_000_000 } = {
   return { allowed: true, granted, leaseStart, remaining, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 };
 }
 
+/** A bucket busy in its first lease period (40 requests, each decided by the object), at the start of the next: `clock.now` is LEASE_MS. */
+function leasingBucket(): { buckets: IsolateBuckets; clock: { now: number } } {
+  const clock = { now: 0 };
+  const buckets = new IsolateBuckets({ now: () => clock.now });
+  for (let i = 0; i < 40; i++, clock.now += 5) {
+    const consulted = buckets.consult("b", true);
+    if ("want" in consulted) buckets.settle("b", consulted.sent, admitted(1));
+  }
+  clock.now = LEASE_MS;
+  return { buckets, clock };
+}
+
 function heapAfterGc(): number {
   gc();
   gc();
@@ -201,13 +213,7 @@ describe("isolate bucket memory", () => {
   });
 
   it("renews a busy bucket's lease ahead when it can: the request that finds the renewal due is answered from the lease, and the renewal's admissions are all leased", () => {
-    let now = 0;
-    const buckets = new IsolateBuckets({ now: () => now });
-    for (let i = 0; i < 40; i++, now += 5) {
-      const consulted = buckets.consult("b", true);
-      if ("want" in consulted) buckets.settle("b", consulted.sent, admitted(1));
-    }
-    now = LEASE_MS;
+    const { buckets } = leasingBucket();
     expect(buckets.consult("b", true)).toEqual({ want: 40, sent: LEASE_MS });
     buckets.settle("b", LEASE_MS, admitted(40, { leaseStart: 2_000 }));
     let consulted = buckets.consult("b", true);
@@ -229,13 +235,7 @@ describe("isolate bucket memory", () => {
   });
 
   it("a renewal asked for ahead that finds the bucket full: admissions still leased are used first, then requests are refused from memory", () => {
-    let now = 0;
-    const buckets = new IsolateBuckets({ now: () => now });
-    for (let i = 0; i < 40; i++, now += 5) {
-      const consulted = buckets.consult("b", true);
-      if ("want" in consulted) buckets.settle("b", consulted.sent, admitted(1));
-    }
-    now = LEASE_MS;
+    const { buckets } = leasingBucket();
     buckets.consult("b", true);
     buckets.settle("b", LEASE_MS, admitted(40, { leaseStart: 2_000 }));
     let consulted = buckets.consult("b", true);
@@ -248,22 +248,16 @@ describe("isolate bucket memory", () => {
   });
 
   it("a renewal asked for ahead that never comes back: requests go to the object one by one, and a lease may be asked for again after a lease period", () => {
-    let now = 0;
-    const buckets = new IsolateBuckets({ now: () => now });
-    for (let i = 0; i < 40; i++, now += 5) {
-      const consulted = buckets.consult("b", true);
-      if ("want" in consulted) buckets.settle("b", consulted.sent, admitted(1));
-    }
-    now = LEASE_MS;
+    const { buckets, clock } = leasingBucket();
     buckets.consult("b", true);
     buckets.settle("b", LEASE_MS, admitted(40, { leaseStart: 2_000 }));
     let consulted = buckets.consult("b", true);
     while (!("renewal" in consulted && consulted.renewal)) consulted = buckets.consult("b", true);
-    const renewalSent = now;
+    const renewalSent = clock.now;
     for (let i = 0; i < 9; i++) buckets.consult("b", true);
-    now += 1;
+    clock.now += 1;
     expect(buckets.consult("b", true)).toMatchObject({ want: 1 }); // lease used up, the renewal lost
-    now = renewalSent + LEASE_MS;
+    clock.now = renewalSent + LEASE_MS;
     expect(buckets.consult("b", true)).toMatchObject({ want: expect.any(Number) });
     expect((buckets.consult("b", true) as { want: number }).want).toBe(1); // that one is the lease in flight
   });
