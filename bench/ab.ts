@@ -30,7 +30,8 @@ import { startUpstream } from "./upstream.ts";
 import { hostWorker, type WorkerHost } from "./workerd.ts";
 
 const ROOT = resolve(fileURLToPath(import.meta.url), "../..");
-const USAGE = "usage: npm run bench:ab -- <A> <B>, each flood | allowed | bare | binding-flood | fixed-429 | rollout | tree=<dir>:<flood|allowed|rollout|bare> | worker=<file>";
+const USAGE =
+  "usage: npm run bench:ab -- <A> <B>, each flood | allowed | bare | binding-flood | fixed-429 | rollout | tree=<dir>:<flood|allowed|rollout|bare> | worker=<file>";
 
 interface TargetSpec {
   readonly label: string;
