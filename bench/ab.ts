@@ -31,7 +31,7 @@ import { hostWorker, type WorkerHost } from "./workerd.ts";
 
 const ROOT = resolve(fileURLToPath(import.meta.url), "../..");
 const USAGE =
-  "usage: npm run bench:ab -- <A> <B>, each flood | allowed | bare | binding-flood | fixed-429 | rollout | tree=<dir>:<flood|allowed|rollout|bare> | worker=<file>";
+  "usage: npm run bench:ab -- <A> <B>, each flood | allowed | rollout | bare | binding-flood | fixed-429 | tree=<dir>:<flood|allowed|rollout|bare> | worker=<file>";
 
 interface TargetSpec {
   readonly label: string;
