@@ -47,6 +47,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     send: (frame) => session.send(frame),
     sendEncoded: (encoded) => session.sendEncoded(encoded),
     maxDataChunk: () => session.maxDataChunk,
+    bodyChannel: () => session.bodyChannel,
     lookup: (tunnelId) => tunnels.lookup(tunnelId),
     sessionKey: () => session.status.sessionId ?? "offline",
     connectTimeoutMs: options.connectTimeoutMs,

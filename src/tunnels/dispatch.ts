@@ -4,7 +4,8 @@ import type { Env } from "../env.ts";
 import type { AfterResponse } from "../policy/exchange.ts";
 import { acceptAgentSession, agentEndpointPolicy } from "./agent-endpoint.ts";
 import { normalizeDomain, tunnelLabelOf } from "./hostnames.ts";
-import { AGENT_SESSION_PATH } from "./protocol.ts";
+import { routeBodyChannel } from "./body-channel.ts";
+import { AGENT_BODY_PATH, AGENT_SESSION_PATH } from "./protocol.ts";
 import { relayToTunnel } from "./public-relay.ts";
 import type { TunnelServices } from "./services.ts";
 
@@ -22,6 +23,9 @@ export function routeTunnelTraffic(
 ): Promise<Response> | undefined {
   const label = tunnelLabelOf(url.hostname, domain);
   if (label !== undefined) return relayToTunnel(request, env, services, label, afterResponse);
+  // Not behind the handshake limit: a busy tunnel sends one per large download. A POST costs the Worker its
+  // checks only; it reaches no object without an id the platform made (see body-channel.ts).
+  if (url.pathname === AGENT_BODY_PATH) return routeBodyChannel(request, env, url);
   if (url.pathname === AGENT_SESSION_PATH) {
     return services.runPolicy(
       request,

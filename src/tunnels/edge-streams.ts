@@ -3,7 +3,8 @@
  * Request bodies go out no faster than the agent's window allows; response bodies are written to the
  * public client's stream and acknowledged (a `window` frame) only once the client has taken them, so a
  * slow client holds back its own stream and nothing else. A response whose head, body and end arrive in
- * one message (a small one) is answered with the whole body at once, without a stream.
+ * one message (a small one) is answered with the whole body at once, without a stream. A large response body
+ * may come through a body channel instead (protocol.ts): the agent's own POST, piped into the client's stream.
  */
 
 import { DATA_FRAME_HEADROOM, encodeDataInPlace, HOP_BY_HOP_HEADERS, ResetCode, type Frame, type FrameOf, type StreamFrame } from "./protocol.ts";
@@ -50,6 +51,28 @@ export interface EdgeStreamsOptions {
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 
 /**
+ * How long the edge waits for an announced body channel's POST to arrive (the agent sends it right after the
+ * head). Past it the stream is reset: the public client is not left waiting on an agent that never sends it.
+ */
+export const BODY_CHANNEL_ARRIVAL_MS = 30_000;
+
+/** What a body channel's POST is answered: the body got through, or why not (an HTTP status and a message). */
+export type BodyChannelOutcome = { readonly ok: true } | { readonly ok: false; readonly status: number; readonly message: string };
+
+/** A response body announced to come through a body channel. */
+interface BodyChannel {
+  readonly length: number;
+  /** The public client's body stream, once the stream is answered. */
+  writable?: WritableStream<Uint8Array>;
+  /** The agent's POST body, once it arrived; it may come before the head's message was read. */
+  body?: ReadableStream<Uint8Array>;
+  /** The POST's content-length. */
+  bodyLength?: number;
+  settle?: (outcome: BodyChannelOutcome) => void;
+  readonly stop: AbortController;
+  timer?: ReturnType<typeof setTimeout>;
+}
+/**
  * Carries the public client's own `Accept-Encoding` from the Worker to the session object: "" when it sent
  * none, absent when the platform did not replace it. The relay subrequest keeps the platform's header and
  * only the request head the agent gets has the client's: with the header removed from the subrequest,
@@ -87,6 +110,10 @@ class EdgeStream {
   /** Extra response window taken from the session's budget (see window-budget.ts). */
   boost = 0;
   boostAsked = false;
+  /** Set when the response body comes through a body channel. */
+  channel?: BodyChannel;
+  /** A body channel's POST that arrived before the head's message was read. */
+  earlyChannel?: { body: ReadableStream<Uint8Array>; length: number; settle(outcome: BodyChannelOutcome): void };
   /** Request body out (within the agent's window), response body in (the agent held to ours). */
   core!: StreamCore;
   private windowWaiters: Array<() => void> = [];
@@ -217,6 +244,30 @@ export class EdgeStreams {
     for (const stream of [...this.streams.values()]) this.fail(stream, failure);
   }
 
+  /**
+   * A body channel's POST for stream `id`, of `length` bytes (its content-length): its body is piped into the
+   * public client's response. Resolves once the client has taken all of it, or with why not (no such stream,
+   * not announced, a second POST, a length other than the head's, broke off).
+   */
+  attachBody(id: number, body: ReadableStream<Uint8Array>, length: number): Promise<BodyChannelOutcome> {
+    const stream = this.streams.get(id);
+    if (!stream || stream.closed) return refuse(body, 404, `stream ${id} is not open on this session`);
+    if (stream.earlyChannel || stream.channel?.body) return refuse(body, 409, `stream ${id} already has its body channel`);
+    if (stream.answered && !stream.channel) return refuse(body, 409, `stream ${id} was not announced with a body channel`);
+    if (!stream.channel && stream.head) return refuse(body, 409, `stream ${id} was not announced with a body channel`);
+    return new Promise((settle) => {
+      if (stream.channel) {
+        stream.channel.body = body;
+        stream.channel.bodyLength = length;
+        stream.channel.settle = settle;
+        if (stream.channel.writable) void this.pipeChannel(stream, stream.channel);
+      } else {
+        // The POST overtook the head's message; the head decides.
+        stream.earlyChannel = { body, length, settle };
+      }
+    });
+  }
+
   private async sendRequestBody(stream: EdgeStream): Promise<void> {
     const body = stream.request.body;
     if (body) {
@@ -255,11 +306,66 @@ export class EdgeStreams {
     if (stream.answered || stream.head) return this.reset(stream, ResetCode.protocolError, "a second response head");
     // A 101 is the answer to a WebSocket upgrade only; anywhere else the public client gets a clear 502.
     if (frame.status === 101 && !stream.request.upgrade) return this.reset(stream, ResetCode.upstreamError, "the local service switched protocols unasked");
+    if (frame.body_channel) return this.onChannelHead(stream, frame);
+    if (stream.earlyChannel) {
+      stream.earlyChannel.settle({ ok: false, status: 409, message: `stream ${stream.id} was not announced with a body channel` });
+      void stream.earlyChannel.body.cancel().catch(() => undefined);
+      stream.earlyChannel = undefined;
+    }
     stream.head = frame;
     // A WebSocket is accepted at once: messages may follow in the same batch.
     if (frame.status === 101) return this.answer(stream);
     this.heads.add(stream);
     stream.core.receive.open();
+  }
+
+  /** A head whose body comes through a body channel: no data frames follow (the receiving half stays shut). */
+  private onChannelHead(stream: EdgeStream, frame: FrameOf<"response_head">): void {
+    if (NULL_BODY_STATUSES.has(frame.status) || stream.request.method.toUpperCase() === "HEAD" || stream.request.upgrade) {
+      return this.reset(stream, ResetCode.protocolError, "a body channel for a response that has no body");
+    }
+    const length = contentLength(new Headers(frame.headers.filter(([name]) => name.toLowerCase() === "content-length")));
+    if (length === undefined) return this.reset(stream, ResetCode.protocolError, "a body channel for a response without a valid content-length");
+    stream.head = frame;
+    stream.channel = { length, stop: new AbortController() };
+    const early = stream.earlyChannel;
+    stream.earlyChannel = undefined;
+    if (early) {
+      stream.channel.body = early.body;
+      stream.channel.bodyLength = early.length;
+      stream.channel.settle = early.settle;
+    } else {
+      const channel = stream.channel;
+      channel.timer = setTimeout(() => {
+        if (!stream.closed && !channel.body)
+          this.reset(stream, ResetCode.protocolError, `the announced body channel did not arrive within ${BODY_CHANNEL_ARRIVAL_MS / 1000} s`);
+      }, BODY_CHANNEL_ARRIVAL_MS);
+    }
+    this.heads.add(stream);
+  }
+
+  /** Pipes the agent's POST body into the public client's response; the stream ends with it. */
+  private async pipeChannel(stream: EdgeStream, channel: BodyChannel): Promise<void> {
+    if (channel.timer !== undefined) clearTimeout(channel.timer);
+    const settle = channel.settle!;
+    if (channel.bodyLength !== channel.length) {
+      const message = `the body channel's POST carries ${channel.bodyLength} bytes, the response head announced ${channel.length}`;
+      void channel.body!.cancel().catch(() => undefined);
+      channel.body = undefined;
+      this.reset(stream, ResetCode.protocolError, message);
+      settle({ ok: false, status: 409, message });
+      return;
+    }
+    try {
+      await channel.body!.pipeTo(channel.writable!, { signal: channel.stop.signal });
+    } catch (error) {
+      const message = channel.stop.signal.aborted ? String(channel.stop.signal.reason) : `the response body broke off: ${(error as Error).message}`;
+      if (!stream.closed) this.reset(stream, ResetCode.cancelled, message);
+      settle({ ok: false, status: 409, message });
+      return;
+    }
+    if (!stream.closed) this.finish(stream);
+    settle({ ok: true });
   }
 
   private answer(stream: EdgeStream): void {
@@ -293,6 +399,15 @@ export class EdgeStreams {
       headers.set("content-length", String(body.byteLength));
       stream.answer(new Response(body, init));
       this.finish(stream);
+      return;
+    }
+    const channel = stream.channel;
+    if (channel) {
+      const pipe = new FixedLengthStream(channel.length);
+      headers.delete("content-length");
+      channel.writable = pipe.writable;
+      stream.answer(new Response(pipe.readable, init));
+      if (channel.body) void this.pipeChannel(stream, channel);
       return;
     }
     const length = contentLength(headers);
@@ -350,6 +465,21 @@ export class EdgeStreams {
     } else {
       void stream.writer?.abort(new Error(failure.message)).catch(() => undefined);
     }
+    const channel = stream.channel;
+    if (channel) {
+      if (channel.timer !== undefined) clearTimeout(channel.timer);
+      if (channel.body && channel.writable) channel.stop.abort(failure.message);
+      else {
+        void channel.writable?.abort(new Error(failure.message)).catch(() => undefined);
+        void channel.body?.cancel().catch(() => undefined);
+        channel.settle?.({ ok: false, status: 409, message: failure.message });
+      }
+    }
+    if (stream.earlyChannel) {
+      void stream.earlyChannel.body.cancel().catch(() => undefined);
+      stream.earlyChannel.settle({ ok: false, status: 409, message: failure.message });
+      stream.earlyChannel = undefined;
+    }
   }
 
   private finish(stream: EdgeStream): void {
@@ -393,6 +523,11 @@ function bodyReader(
   }
   const reader = body.getReader();
   return { reader, read: () => reader.read(), headroom: false };
+}
+
+function refuse(body: ReadableStream<Uint8Array>, status: number, message: string): Promise<BodyChannelOutcome> {
+  void body.cancel().catch(() => undefined);
+  return Promise.resolve({ ok: false, status, message });
 }
 
 function concat(chunks: readonly Uint8Array[]): Uint8Array {

@@ -8,8 +8,10 @@
 import { DurableObject } from "cloudflare:workers";
 import { closeReason } from "../close-reason.ts";
 import type { Env } from "../env.ts";
+import { ServiceError } from "../errors.ts";
+import { BODY_LENGTH_HEADER, BODY_PATH, bearerToken, newBodyToken, tokensMatch } from "./body-channel.ts";
 import { EdgeStreams } from "./edge-streams.ts";
-import { streamFailure } from "./errors.ts";
+import { streamFailure, TunnelErrorCode } from "./errors.ts";
 import { FrameOutbox } from "./framing.ts";
 import { CloseCode, decodeFrames, HEARTBEAT_PING, HEARTBEAT_PONG, LARGE_DATA_CHUNK, MAX_DATA_CHUNK, ResetCode, type Frame } from "./protocol.ts";
 import { AGENT_TAG, PublicSockets } from "./public-sockets.ts";
@@ -70,6 +72,7 @@ export class TunnelSession extends DurableObject<Env> {
     const url = new URL(request.url);
     if (url.pathname === CONNECT_PATH) return this.acceptAgent(request);
     if (url.pathname === RELAY_PATH) return this.relay(request, url);
+    if (url.pathname === BODY_PATH) return this.acceptBody(request, url);
     return new Response("unknown session path", { status: 404 });
   }
 
@@ -112,7 +115,14 @@ export class TunnelSession extends DurableObject<Env> {
         const meta: SessionMeta = { ...known, agentMaxDataChunk: frame.max_data_chunk ?? MAX_DATA_CHUNK };
         this.store.saveMeta(meta);
         this.agentDataChunk = meta.agentMaxDataChunk;
-        this.send({ type: "welcome", session_id: meta.sessionId, region: meta.region, heartbeat_ms: meta.heartbeatMs, max_data_chunk: LARGE_DATA_CHUNK });
+        this.send({
+          type: "welcome",
+          session_id: meta.sessionId,
+          region: meta.region,
+          heartbeat_ms: meta.heartbeatMs,
+          max_data_chunk: LARGE_DATA_CHUNK,
+          ...(meta.bodyToken ? { body_channel: { object: this.ctx.id.toString(), token: meta.bodyToken } } : {}),
+        });
         return this.tunnels.recordSession(meta, frame);
       }
       case "start_tunnel":
@@ -177,7 +187,7 @@ export class TunnelSession extends DurableObject<Env> {
     const [client, server] = Object.values(new WebSocketPair());
     server.binaryType = "arraybuffer";
     this.ctx.acceptWebSocket(server, [AGENT_TAG]);
-    const meta: SessionMeta = { ...info, connectedAt: Date.now() };
+    const meta: SessionMeta = { ...info, connectedAt: Date.now(), bodyToken: newBodyToken() };
     this.store.saveMeta(meta);
     await this.ctx.storage.setAlarm(firstCheck(meta.connectedAt, meta.heartbeatMs));
     return new Response(null, { status: 101, webSocket: client });
@@ -200,6 +210,21 @@ export class TunnelSession extends DurableObject<Env> {
       body: request.body,
       upgrade: request.headers.get("upgrade")?.toLowerCase() === "websocket",
     });
+  }
+
+  /** A body channel's POST (body-channel.ts checked its shape): the session's token, then the stream's pipe. */
+  private async acceptBody(request: Request, url: URL): Promise<Response> {
+    const expected = this.store.meta()?.bodyToken;
+    const given = bearerToken(request.headers.get("authorization"));
+    if (!expected || !given || !tokensMatch(given, expected) || !this.socket()) {
+      void request.body?.cancel().catch(() => undefined);
+      return new ServiceError(401, TunnelErrorCode.agentEndpoint, "The body channel's token is not this session's, or the session is over.").toResponse();
+    }
+    if (!request.body) return new ServiceError(400, TunnelErrorCode.agentEndpoint, "The body channel's POST has no body.").toResponse();
+    const length = Number(request.headers.get(BODY_LENGTH_HEADER));
+    const outcome = await this.streams.attachBody(Number(url.searchParams.get("stream")), request.body, length);
+    if (outcome.ok) return new Response(null, { status: 204 });
+    return new ServiceError(outcome.status, TunnelErrorCode.agentEndpoint, `The body channel did not complete: ${outcome.message}`).toResponse();
   }
 
   /** Takes every tunnel of the session offline and forgets the session. */

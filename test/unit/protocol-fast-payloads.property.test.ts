@@ -18,6 +18,7 @@ describe("protocol: the heads' fast check agrees with their schema", () => {
             status: fc.oneof(fc.integer({ min: 90, max: 610 }), fc.double(), fc.constant("200")),
             status_text: maybe(text(256)),
             headers,
+            body_channel: maybe(fc.constantFrom(true, false, "true", 1)),
             extra: fc.string(),
           },
           { requiredKeys: [] },

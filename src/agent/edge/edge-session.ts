@@ -7,6 +7,7 @@
 
 import WebSocket from "ws";
 import {
+  AGENT_BODY_PATH,
   AGENT_SESSION_PATH,
   decodeFrames,
   HEARTBEAT_PING,
@@ -83,6 +84,22 @@ export function agentEndpoint(serverAddr: string): string {
   return url.toString();
 }
 
+/** http(s)://host/__tollgate/agent/body for a server_addr of http(s)://host or ws(s)://host. */
+export function bodyChannelEndpoint(serverAddr: string): string {
+  const url = new URL(serverAddr);
+  url.protocol = url.protocol === "https:" || url.protocol === "wss:" ? "https:" : "http:";
+  url.pathname = AGENT_BODY_PATH;
+  url.search = "";
+  return url.toString();
+}
+
+/** Where and how this session's agent POSTs response bodies (the edge's welcome offered it). */
+export interface BodyChannelTarget {
+  /** The endpoint with the session object's id: append `&stream=<id>`. */
+  readonly url: string;
+  readonly token: string;
+}
+
 const REFUSAL_STATUSES = new Set([400, 401, 403]);
 
 export class EdgeSession {
@@ -101,6 +118,8 @@ export class EdgeSession {
   private everOnline = false;
   /** Largest data frame body the edge takes (its welcome says; older edges take MAX_DATA_CHUNK). */
   private dataChunk = MAX_DATA_CHUNK;
+  /** The body channel this session's edge offered; undefined when it offered none. */
+  private channel: BodyChannelTarget | undefined;
   private readonly outbox = new FrameOutbox(
     (message) => {
       if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(message);
@@ -172,6 +191,11 @@ export class EdgeSession {
   /** Largest data frame body the edge of this session takes. */
   get maxDataChunk(): number {
     return this.dataChunk;
+  }
+
+  /** The body channel of the session online now, if its edge offered one. */
+  get bodyChannel(): BodyChannelTarget | undefined {
+    return this.current.state === "online" ? this.channel : undefined;
   }
 
   /** Ends the session for good (Ctrl-C): a normal close, so the edge takes the tunnels offline at once. */
@@ -291,6 +315,9 @@ export class EdgeSession {
       case "welcome":
         this.attempt = 0;
         this.dataChunk = frame.max_data_chunk ?? MAX_DATA_CHUNK;
+        this.channel = frame.body_channel
+          ? { url: `${bodyChannelEndpoint(this.options.serverAddr)}?object=${frame.body_channel.object}`, token: frame.body_channel.token }
+          : undefined;
         this.update({
           state: "online",
           sessionId: frame.session_id,

@@ -9,6 +9,7 @@
 import http from "node:http";
 import https from "node:https";
 import {
+  BODY_CHANNEL_MIN_BYTES,
   DATA_FRAME_HEADROOM,
   encodeDataInPlace,
   HOP_BY_HOP_HEADERS,
@@ -25,6 +26,7 @@ import { StreamCore } from "../../tunnels/stream-core.ts";
 import { WindowBudget } from "../../tunnels/window-budget.ts";
 import { combineObservers, type ExchangeInfo, type ExchangeObserver, type ExchangeTap } from "./exchange.ts";
 import { connectLocalWebSocket, type LocalSocket } from "./local-websocket.ts";
+import type { BodyChannelTarget } from "./edge-session.ts";
 import { closeReason } from "../../close-reason.ts";
 
 /** What the forwarder needs to know about a tunnel. */
@@ -45,6 +47,8 @@ export interface ForwarderOptions {
   sendEncoded?(encoded: Uint8Array): void;
   /** Largest data frame body the edge takes (its welcome says; MAX_DATA_CHUNK when it does not). */
   maxDataChunk?(): number;
+  /** The edge's body channel for large response bodies (its welcome offers one); without it, all go as frames. */
+  bodyChannel?(): BodyChannelTarget | undefined;
   lookup(tunnelId: string): LocalTunnel | undefined;
   /** Prefix of exchange keys (the session id), so keys stay unique across reconnects. */
   sessionKey(): string;
@@ -71,6 +75,13 @@ export interface ForwarderOptions {
 export const IDLE_LOCAL_CONNECTION_MS = 4_000;
 const agentOptions = { keepAlive: true, maxSockets: 256, timeout: IDLE_LOCAL_CONNECTION_MS };
 const keepAlive = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) };
+/** Connections for body channels' POSTs to the edge: one per large response in flight, kept for the next. */
+const edgeAgentOptions = { keepAlive: true, maxSockets: 256 };
+const edgeKeepAlive = { http: new http.Agent(edgeAgentOptions), https: new https.Agent(edgeAgentOptions) };
+/** Statuses whose responses have no body (and so never go through a body channel). */
+const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
+/** Most of an edge's refusal of a body channel kept for the reset message. */
+const REFUSAL_BYTES = 4096;
 const UNREACHABLE = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", "EADDRNOTAVAIL"]);
 
 class AgentStream {
@@ -90,6 +101,10 @@ class AgentStream {
   response?: http.IncomingMessage;
   /** For a relayed WebSocket: the agent's socket to the local service. */
   socket?: LocalSocket;
+  /** The request method (a HEAD's response never has a body). */
+  method = "";
+  /** A body channel's POST carrying the response body to the edge. */
+  channel?: http.ClientRequest;
   timers: Array<ReturnType<typeof setTimeout>> = [];
   /** Extra request window taken from the session's budget (see window-budget.ts). */
   boost = 0;
@@ -230,6 +245,7 @@ export class LocalForwarder {
       rejectUnauthorized: false,
     });
     stream.request = request;
+    stream.method = head.method;
 
     request.on("socket", (socket) => {
       if (!socket.connecting) return;
@@ -329,8 +345,23 @@ export class LocalForwarder {
       if (!HOP_BY_HOP_HEADERS.has(response.rawHeaders[i].toLowerCase())) headers.push([response.rawHeaders[i], response.rawHeaders[i + 1]]);
     }
     const status = response.statusCode ?? 502;
-    this.options.send({ type: "response_head", stream: stream.id, status, status_text: response.statusMessage ?? "", headers });
+    const channel = this.channelFor(stream, response, status);
+    this.options.send({
+      type: "response_head",
+      stream: stream.id,
+      status,
+      status_text: response.statusMessage ?? "",
+      headers,
+      ...(channel ? { body_channel: true } : {}),
+    });
     stream.observer.onResponseHead?.({ status, statusText: response.statusMessage ?? "", headers, httpVersion: response.httpVersion });
+    response.on("error", (error) => {
+      if (!stream.closed) this.reset(stream, ResetCode.upstreamError, `the response from ${stream.tunnel.url.origin} broke off: ${error.message}`);
+    });
+    response.on("aborted", () => {
+      if (!stream.closed && !stream.responseDone) this.reset(stream, ResetCode.upstreamError, `${stream.tunnel.url.origin} closed the connection mid-response`);
+    });
+    if (channel) return this.sendThroughChannel(stream, response, channel);
     response.on("data", (chunk: Buffer) => {
       if (stream.closed) return;
       stream.observer.onResponseBody?.(chunk);
@@ -344,12 +375,64 @@ export class LocalForwarder {
       stream.responseDone = true;
       this.pump(stream);
     });
-    response.on("error", (error) => {
-      if (!stream.closed) this.reset(stream, ResetCode.upstreamError, `the response from ${stream.tunnel.url.origin} broke off: ${error.message}`);
+  }
+
+  /** The body channel a response's body goes through: a large body of known length, when the edge offered one. */
+  private channelFor(stream: AgentStream, response: http.IncomingMessage, status: number): { target: BodyChannelTarget; length: number } | undefined {
+    const target = this.options.bodyChannel?.();
+    if (!target || NULL_BODY_STATUSES.has(status) || status < 200 || stream.method.toUpperCase() === "HEAD") return undefined;
+    const declared = response.headers["content-length"];
+    if (declared === undefined || !/^\d{1,15}$/.test(declared)) return undefined;
+    const length = Number(declared);
+    return length >= BODY_CHANNEL_MIN_BYTES ? { target, length } : undefined;
+  }
+
+  /**
+   * Sends the response body as one POST to the edge (protocol.ts, "Body channels"): the local response is piped
+   * into it, so TCP's backpressure on both sockets paces it and nothing waits here. The edge answers 204 once
+   * the public client has taken all of it; anything else (or a broken connection) ends the stream.
+   */
+  private sendThroughChannel(stream: AgentStream, response: http.IncomingMessage, channel: { target: BodyChannelTarget; length: number }): void {
+    const url = new URL(`${channel.target.url}&stream=${stream.id}`);
+    const secure = url.protocol === "https:";
+    const post = (secure ? https : http).request(url, {
+      method: "POST",
+      headers: { authorization: `Bearer ${channel.target.token}`, "content-type": "application/octet-stream", "content-length": String(channel.length) },
+      agent: secure ? edgeKeepAlive.https : edgeKeepAlive.http,
     });
-    response.on("aborted", () => {
-      if (!stream.closed && !stream.responseDone) this.reset(stream, ResetCode.upstreamError, `${stream.tunnel.url.origin} closed the connection mid-response`);
+    stream.channel = post;
+    post.on("response", (answer) => {
+      const chunks: Buffer[] = [];
+      let kept = 0;
+      answer.on("data", (chunk: Buffer) => {
+        if (kept < REFUSAL_BYTES) chunks.push(chunk.subarray(0, REFUSAL_BYTES - kept));
+        kept += chunk.byteLength;
+      });
+      answer.on("end", () => {
+        if (stream.closed) return;
+        if (answer.statusCode === 204) {
+          stream.responseDone = true;
+          stream.observer.onResponseEnd?.(process.hrtime.bigint() - stream.startNs);
+          return this.close(stream);
+        }
+        const text = Buffer.concat(chunks).toString("utf8");
+        let why = text.trim().slice(0, 300);
+        try {
+          why = (JSON.parse(text) as { msg?: string }).msg ?? why;
+        } catch {
+          // not the edge's JSON error envelope: its text as it is
+        }
+        this.reset(stream, ResetCode.cancelled, `the edge did not take the response body (HTTP ${answer.statusCode}): ${why}`);
+      });
+      answer.on("error", () => undefined);
     });
+    post.on("error", (error) => {
+      if (!stream.closed) this.reset(stream, ResetCode.cancelled, `the response body's channel to the edge failed: ${error.message}`);
+    });
+    response.on("data", (chunk: Buffer) => {
+      if (!stream.closed) stream.observer.onResponseBody?.(chunk);
+    });
+    response.pipe(post);
   }
 
   /**
@@ -428,6 +511,7 @@ export class LocalForwarder {
       stream.request?.destroy();
       stream.response?.destroy();
       stream.socket?.terminate();
+      stream.channel?.destroy();
     }
     stream.observer.onClose?.({ error, durationNs: process.hrtime.bigint() - stream.startNs });
   }

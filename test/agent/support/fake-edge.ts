@@ -4,6 +4,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { WebSocketServer, type WebSocket } from "ws";
 import {
+  AGENT_BODY_PATH,
   AGENT_SESSION_PATH,
   decodeFrames,
   encodeFrame,
@@ -20,6 +21,17 @@ export interface RelayedResponse {
   headers: Array<[string, string]>;
   body: Buffer;
   reset?: { code: string; message: string };
+  /** The body came through a body channel (the head said so, and no data frames followed). */
+  viaChannel?: boolean;
+}
+
+/** A body channel's POST as the fake edge received it. */
+export interface ChannelPost {
+  readonly url: URL;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly body: Buffer;
+  /** The POST's body broke off before its end. */
+  readonly aborted: boolean;
 }
 
 export class FakeSession {
@@ -57,7 +69,8 @@ export class FakeSession {
     if (frame.type === "hello") {
       this.hello = frame;
       const large = this.edge.maxDataChunk === undefined ? {} : { max_data_chunk: this.edge.maxDataChunk };
-      this.send({ type: "welcome", session_id: this.id, region: "test", heartbeat_ms: this.edge.heartbeatMs, ...large });
+      const channel = this.edge.bodyChannel === undefined ? {} : { body_channel: this.edge.bodyChannel };
+      this.send({ type: "welcome", session_id: this.id, region: "test", heartbeat_ms: this.edge.heartbeatMs, ...large, ...channel });
     } else if (frame.type === "start_tunnel") {
       this.send(this.edge.answerStart(frame));
     } else if (frame.type === "stop_tunnel") {
@@ -134,6 +147,10 @@ export class FakeSession {
     const ofStream = (frame: { stream: number }) => frame.stream === stream;
     const first = await this.next(["response_head", "reset"], ofStream, timeoutMs);
     if (first.type === "reset") return { status: 0, headers: [], body: Buffer.alloc(0), reset: { code: first.code, message: first.message } };
+    if (first.body_channel) {
+      const post = await this.edge.channelPost(stream, timeoutMs);
+      return { status: first.status, headers: first.headers, body: post.body, viaChannel: true };
+    }
     const chunks: Buffer[] = [];
     for (;;) {
       const frame = await this.next(["data", "end", "reset"], ofStream, timeoutMs);
@@ -166,6 +183,15 @@ export class FakeEdge {
   maxDataChunk: number | undefined;
   /** When set, the upgrade is answered with this instead of 101. */
   refuse: { status: number; body: unknown } | undefined;
+  /** Offered in welcome when set (as the real edge does); unset, as an older edge, none. */
+  bodyChannel: { object: string; token: string } | undefined;
+  /** When set, body channel POSTs are answered with this (after their body) instead of 204. */
+  refuseBody: { status: number; body: unknown } | undefined;
+  /** Body channel POSTs received, in order, once each has ended. */
+  readonly channelPosts: ChannelPost[] = [];
+  /** Streams (the `stream` parameter) of body channel POSTs that have begun. */
+  readonly channelsBegun = new Set<string>();
+  private postWaiters: Array<() => void> = [];
   private tunnels = 0;
   private sessionWaiters: Array<(session: FakeSession) => void> = [];
 
@@ -180,6 +206,26 @@ export class FakeEdge {
     const wss = new WebSocketServer({ noServer: true });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const edge = new FakeEdge(server, wss, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    server.on("request", (request, response) => {
+      const url = new URL(request.url ?? "/", edge.url);
+      if (request.method !== "POST" || url.pathname !== AGENT_BODY_PATH) {
+        response.writeHead(404).end();
+        return;
+      }
+      edge.channelsBegun.add(url.searchParams.get("stream") ?? "");
+      const chunks: Buffer[] = [];
+      let aborted = false;
+      request.on("data", (chunk: Buffer) => chunks.push(chunk));
+      request.on("aborted", () => (aborted = true));
+      request.on("close", () => {
+        edge.channelPosts.push({ url, headers: request.headers, body: Buffer.concat(chunks), aborted: aborted || !request.complete });
+        for (const wake of edge.postWaiters.splice(0)) wake();
+        if (response.writableEnded || response.destroyed) return;
+        const refusal = edge.refuseBody;
+        if (!refusal) return void response.writeHead(204).end();
+        response.writeHead(refusal.status, { "content-type": "application/json" }).end(JSON.stringify(refusal.body));
+      });
+    });
     server.on("upgrade", (request, socket, head) => {
       if (edge.refuse || !request.url?.startsWith(AGENT_SESSION_PATH)) {
         const body = JSON.stringify(edge.refuse?.body ?? { msg: "wrong path" });
@@ -212,6 +258,23 @@ export class FakeEdge {
     };
   }
 
+  /** The body channel POST for `stream`, waiting for it to end. */
+  async channelPost(stream: number, timeoutMs = 10_000): Promise<ChannelPost> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const post = this.channelPosts.find((each) => each.url.searchParams.get("stream") === String(stream));
+      if (post) return post;
+      if (Date.now() > deadline) throw new Error(`no body channel POST for stream ${stream} within ${timeoutMs} ms`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.max(1, deadline - Date.now()));
+        this.postWaiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+  }
+
   /** The newest session, waiting for one if none is connected yet (or none after `after`). */
   async session(after = 0): Promise<FakeSession> {
     const existing = this.sessions[after];
@@ -233,6 +296,7 @@ export class FakeEdge {
   async close(): Promise<void> {
     this.dropAll();
     this.wss.close();
+    this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 }

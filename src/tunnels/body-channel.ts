@@ -1,0 +1,70 @@
+/**
+ * Body channels at the Worker (protocol.ts, "Body channels"): an agent's POST of a response body is checked
+ * for shape and handed to the session object it names. The object checks the token. The object is named by
+ * its id, which the platform checks was made by this namespace, so a POST cannot make the Worker create an
+ * object: a made-up id is refused here.
+ */
+
+import type { Env } from "../env.ts";
+import { ServiceError } from "../errors.ts";
+import { TunnelErrorCode } from "./errors.ts";
+import { MAX_STREAM_ID } from "./protocol.ts";
+
+/** The session object's path for a body channel's POST. */
+export const BODY_PATH = "/body";
+/** The POST's content-length, passed to the object (a streamed subrequest body need not keep it). */
+export const BODY_LENGTH_HEADER = "x-tollgate-body-length";
+const TOKEN_BYTES = 32;
+const TOKEN_PATTERN = /^Bearer ([A-Za-z0-9_-]{43})$/;
+const OBJECT_PATTERN = /^[0-9a-f]{64}$/;
+
+/** A session's body-channel token: 32 random bytes, base64url (43 characters). */
+export function newBodyToken(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(TOKEN_BYTES));
+  return btoa(String.fromCharCode(...bytes))
+    .replaceAll("+", "-")
+    .replaceAll("/", "_")
+    .replace(/=+$/, "");
+}
+
+/** The token of an `Authorization: Bearer …` header, when it has a token's shape. */
+export function bearerToken(header: string | null): string | undefined {
+  return header === null ? undefined : TOKEN_PATTERN.exec(header)?.[1];
+}
+
+/** Compares tokens in time that does not depend on where they differ. */
+export function tokensMatch(given: string, expected: string): boolean {
+  const encoder = new TextEncoder();
+  const a = encoder.encode(given);
+  const b = encoder.encode(expected);
+  return a.byteLength === b.byteLength && crypto.subtle.timingSafeEqual(a, b);
+}
+
+/** Refuses a POST; its unread body is discarded by the runtime. */
+function refuse(status: number, message: string): Response {
+  return new ServiceError(status, TunnelErrorCode.agentEndpoint, message).toResponse();
+}
+
+/** Serves AGENT_BODY_PATH: `POST ?object=<session object id>&stream=<id>`, `Authorization: Bearer <token>`. */
+export async function routeBodyChannel(request: Request, env: Env, url: URL): Promise<Response> {
+  if (request.method !== "POST") return refuse(405, "Body channels are POSTs from the tunnel agent.");
+  const object = url.searchParams.get("object") ?? "";
+  const streamParam = url.searchParams.get("stream") ?? "";
+  const stream = Number(streamParam);
+  if (!OBJECT_PATTERN.test(object)) return refuse(400, "The body channel's `object` must be the 64 hex digits the session's welcome gave.");
+  if (!/^\d{1,10}$/.test(streamParam) || stream < 1 || stream > MAX_STREAM_ID) {
+    return refuse(400, `The body channel's \`stream\` must be a stream id from 1 to ${MAX_STREAM_ID}.`);
+  }
+  if (!bearerToken(request.headers.get("authorization"))) return refuse(401, "The body channel needs the session's token as `Authorization: Bearer <token>`.");
+  const length = request.headers.get("content-length") ?? "";
+  if (!/^\d{1,15}$/.test(length)) return refuse(411, "The body channel's POST needs a content-length: the response body's length.");
+  if (!request.body) return refuse(400, "The body channel's POST has no body.");
+  let id: DurableObjectId;
+  try {
+    id = env.TUNNEL_SESSION.idFromString(object);
+  } catch {
+    return refuse(404, "No tunnel session has that object id.");
+  }
+  const headers = new Headers({ authorization: request.headers.get("authorization")!, [BODY_LENGTH_HEADER]: length });
+  return env.TUNNEL_SESSION.get(id).fetch(`https://tunnel-session${BODY_PATH}?stream=${stream}`, { method: "POST", headers, body: request.body });
+}

@@ -1,0 +1,237 @@
+import { SELF } from "cloudflare:test";
+import { afterEach, describe, expect, it } from "vitest";
+import { AGENT_BODY_PATH, type FrameOf } from "../../../src/tunnels/protocol.ts";
+import { connectAgent, publicFetch, type FakeAgent } from "./fake-agent.ts";
+
+const agents: FakeAgent[] = [];
+
+afterEach(() => {
+  for (const agent of agents.splice(0)) if (!agent.closed) agent.close();
+});
+
+async function tunnelWithChannel() {
+  const { agent, welcome } = await connectAgent();
+  agents.push(agent);
+  const tunnel = await agent.startOk();
+  if (!welcome.body_channel) throw new Error("the welcome offered no body channel");
+  return { agent, tunnel, channel: welcome.body_channel };
+}
+
+function postBody(
+  channel: { object: string; token: string },
+  stream: number | string,
+  body: BodyInit | null,
+  init: { token?: string | null; method?: string; object?: string; length?: number } = {},
+): Promise<Response> {
+  const headers = new Headers({ "content-type": "application/octet-stream" });
+  const token = init.token === undefined ? channel.token : init.token;
+  if (token !== null) headers.set("authorization", `Bearer ${token}`);
+  if (init.length !== undefined) headers.set("content-length", String(init.length));
+  return SELF.fetch(`http://127.0.0.1:8787${AGENT_BODY_PATH}?object=${init.object ?? channel.object}&stream=${stream}`, {
+    method: init.method ?? "POST",
+    headers,
+    body,
+  });
+}
+
+function bytesOf(length: number, seed = 7): Uint8Array {
+  return new Uint8Array(length).map((_, i) => (i * seed) % 251);
+}
+
+function channelHead(head: FrameOf<"request_head">, length: number): FrameOf<"response_head"> {
+  return {
+    type: "response_head",
+    stream: head.stream,
+    status: 200,
+    headers: [
+      ["content-type", "application/octet-stream"],
+      ["content-length", String(length)],
+    ],
+    body_channel: true,
+  };
+}
+
+/** A request body that hands over `first`, then waits until `release` before the rest (or an error). */
+function heldStream(first: Uint8Array) {
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  const stream = new ReadableStream<Uint8Array>({
+    start(c) {
+      controller = c;
+      c.enqueue(first);
+    },
+  });
+  return { stream, controller };
+}
+
+async function errorOf(response: Response): Promise<{ status: number; msg: string; error_code: string }> {
+  const body = (await response.json()) as { msg: string; error_code: string };
+  return { status: response.status, msg: body.msg, error_code: body.error_code };
+}
+
+describe("body channels", () => {
+  it("are offered in welcome: the session object's id and a 43-character token", async () => {
+    const { agent, welcome } = await connectAgent();
+    agents.push(agent);
+    expect(welcome.body_channel?.object).toMatch(/^[0-9a-f]{64}$/);
+    expect(welcome.body_channel?.token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const other = await connectAgent();
+    agents.push(other.agent);
+    expect(other.welcome.body_channel?.token).not.toBe(welcome.body_channel?.token);
+  });
+
+  it("carry an announced response body to the public client, whole; the POST is answered 204", async () => {
+    const { agent, tunnel, channel } = await tunnelWithChannel();
+    const pending = publicFetch(tunnel.public_url!, "/big");
+    const head = await agent.next("request_head");
+    const body = bytesOf(300_000);
+    agent.send(channelHead(head, body.byteLength));
+    const posted = postBody(channel, head.stream, body);
+    const response = await pending;
+    expect(response.status).toBe(200);
+    expect(new Uint8Array(await response.arrayBuffer())).toEqual(body);
+    expect((await posted).status).toBe(204);
+    // The stream is over: the same POST again finds nothing.
+    expect(await errorOf(await postBody(channel, head.stream, "x"))).toMatchObject({ status: 404, msg: expect.stringContaining("is not open") });
+  });
+
+  it("work when the POST arrives before the head's message", async () => {
+    const { agent, tunnel, channel } = await tunnelWithChannel();
+    const pending = publicFetch(tunnel.public_url!, "/early");
+    const head = await agent.next("request_head");
+    const body = bytesOf(70_000, 11);
+    const posted = postBody(channel, head.stream, body);
+    // the POST is parked at the object before the head is sent
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    agent.send(channelHead(head, body.byteLength));
+    expect(new Uint8Array(await (await pending).arrayBuffer())).toEqual(body);
+    expect((await posted).status).toBe(204);
+  });
+
+  it("refuse a POST that does not name a stream announced with a channel, or comes twice", async () => {
+    const { agent, tunnel, channel } = await tunnelWithChannel();
+    expect(await errorOf(await postBody(channel, 4242, "x"))).toMatchObject({ status: 404, msg: expect.stringContaining("stream 4242 is not open") });
+
+    const plain = publicFetch(tunnel.public_url!, "/plain");
+    const plainHead = await agent.next("request_head");
+    agent.send({ type: "response_head", stream: plainHead.stream, status: 200, headers: [] });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await errorOf(await postBody(channel, plainHead.stream, "x"))).toMatchObject({
+      status: 409,
+      msg: expect.stringContaining("not announced with a body channel"),
+    });
+    agent.send({ type: "end", stream: plainHead.stream, count: 0 });
+    expect((await plain).status).toBe(200);
+
+    const pending = publicFetch(tunnel.public_url!, "/twice");
+    const head = await agent.next("request_head");
+    const body = bytesOf(1000);
+    agent.send(channelHead(head, body.byteLength));
+    const held = heldStream(body.subarray(0, 10));
+    const first = postBody(channel, head.stream, held.stream, { length: body.byteLength });
+    const response = await pending;
+    expect(await errorOf(await postBody(channel, head.stream, body))).toMatchObject({
+      status: 409,
+      msg: expect.stringContaining("already has its body channel"),
+    });
+    held.controller.enqueue(body.subarray(10));
+    held.controller.close();
+    expect(new Uint8Array(await response.arrayBuffer())).toEqual(body);
+    expect((await first).status).toBe(204);
+  });
+
+  it("refuse POSTs without the session's token, of the wrong shape, or for an object that is not a session", async () => {
+    const { channel } = await tunnelWithChannel();
+    const other = await connectAgent();
+    agents.push(other.agent);
+    const wrongToken = await postBody(channel, 1, "x", { token: other.welcome.body_channel!.token });
+    expect(await errorOf(wrongToken)).toMatchObject({ status: 401, error_code: "ERR_SVC_3100" });
+    expect((await postBody(channel, 1, "x", { token: null })).status).toBe(401);
+    expect((await postBody(channel, 1, "x", { token: "short" })).status).toBe(401);
+    expect((await postBody(channel, 1, null, { method: "PUT" })).status).toBe(405);
+    expect((await SELF.fetch(`http://127.0.0.1:8787${AGENT_BODY_PATH}`)).status).toBe(405);
+    expect(await errorOf(await postBody(channel, "0", "x"))).toMatchObject({ status: 400, msg: expect.stringContaining("`stream`") });
+    expect((await postBody(channel, "1e3", "x")).status).toBe(400);
+    expect(await errorOf(await postBody(channel, 1, "x", { object: "xyz" }))).toMatchObject({ status: 400, msg: expect.stringContaining("`object`") });
+    const madeUp = await postBody(channel, 1, "x", { object: "0".repeat(64) });
+    expect([401, 404]).toContain(madeUp.status);
+  });
+
+  it("reset a head that announces a channel without a valid content-length, or for a response without a body", async () => {
+    const { agent, tunnel } = await tunnelWithChannel();
+    const pending = publicFetch(tunnel.public_url!, "/no-length");
+    const head = await agent.next("request_head");
+    agent.send({ type: "response_head", stream: head.stream, status: 200, headers: [], body_channel: true });
+    expect(await agent.next("reset", (frame) => frame.stream === head.stream)).toMatchObject({
+      code: "protocol_error",
+      message: expect.stringContaining("content-length"),
+    });
+    expect((await pending).status).toBe(502);
+
+    const headPending = publicFetch(tunnel.public_url!, "/head", { method: "HEAD" });
+    const headHead = await agent.next("request_head");
+    agent.send({ ...channelHead(headHead, 10) });
+    expect(await agent.next("reset", (frame) => frame.stream === headHead.stream)).toMatchObject({ message: expect.stringContaining("has no body") });
+    expect((await headPending).status).toBe(502);
+  });
+
+  it("end the stream when the POST's length is not the head's: the client's body fails, the agent gets a reset", async () => {
+    const { agent, tunnel, channel } = await tunnelWithChannel();
+    const pending = publicFetch(tunnel.public_url!, "/short");
+    const head = await agent.next("request_head");
+    agent.send(channelHead(head, 5000));
+    const posted = postBody(channel, head.stream, bytesOf(3000));
+    const response = await pending;
+    await expect(response.arrayBuffer()).rejects.toThrow();
+    expect(await errorOf(await posted)).toMatchObject({ status: 409, msg: expect.stringContaining("carries 3000 bytes, the response head announced 5000") });
+    expect(await agent.next("reset", (frame) => frame.stream === head.stream)).toMatchObject({ code: "protocol_error" });
+  });
+
+  it("refuse a POST without a content-length with 411", async () => {
+    const { channel } = await tunnelWithChannel();
+    const answer = await postBody(channel, 1, heldStream(bytesOf(10)).stream);
+    expect(await errorOf(answer)).toMatchObject({ status: 411, msg: expect.stringContaining("content-length") });
+  });
+
+  it("end the POST when the public client stops reading and goes away", async () => {
+    const { agent, tunnel, channel } = await tunnelWithChannel();
+    const pending = publicFetch(tunnel.public_url!, "/abandoned");
+    const head = await agent.next("request_head");
+    agent.send(channelHead(head, 1_000_000));
+    const held = heldStream(bytesOf(1000));
+    const posted = postBody(channel, head.stream, held.stream, { length: 1_000_000 });
+    const response = await pending;
+    const reader = response.body!.getReader();
+    expect((await reader.read()).done).toBe(false);
+    await reader.cancel();
+    // the next bytes have nowhere to go
+    for (let i = 0; i < 20 && !agent.closed; i++) {
+      try {
+        held.controller.enqueue(bytesOf(10_000));
+      } catch {
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const answer = await posted;
+    expect(answer.status).toBe(409);
+    expect(await agent.next("reset", (frame) => frame.stream === head.stream)).toMatchObject({ code: "cancelled" });
+  });
+
+  it("fail a body in flight with the session: the POST is refused once the agent's connection is gone", async () => {
+    const { agent, tunnel, channel } = await tunnelWithChannel();
+    const pending = publicFetch(tunnel.public_url!, "/gone");
+    const head = await agent.next("request_head");
+    agent.send(channelHead(head, 10_000));
+    const held = heldStream(bytesOf(100));
+    const posted = postBody(channel, head.stream, held.stream, { length: 10_000 });
+    const reader = (await pending).body!.getReader();
+    // the first bytes reached the client: the POST is being piped
+    expect((await reader.read()).done).toBe(false);
+    agent.close();
+    const answer = await posted;
+    expect(await errorOf(answer)).toMatchObject({ status: 409, msg: expect.stringContaining("the agent closed its session") });
+    await expect(reader.read()).rejects.toThrow();
+    // the token is the ended session's: refused
+    expect((await postBody(channel, head.stream, "x")).status).toBe(401);
+  });
+});
