@@ -62,7 +62,7 @@ export default defineConfig({
           cloudflareTest({
             main: "./src/worker.ts",
             wrangler: { configPath: "./wrangler.toml" },
-            miniflare: { bindings: { RATE_LIMIT_TIMEOUT_MS: "2000", TOLLGATE_API_KEYS: testApiKeys } },
+            miniflare: { bindings: { RATE_LIMIT_TIMEOUT_MS: "2000", TUNNEL_BODY_CHANNEL_WAIT_MS: "3000", TOLLGATE_API_KEYS: testApiKeys } },
           }),
         ],
         test: {

@@ -66,5 +66,18 @@ export async function routeBodyChannel(request: Request, env: Env, url: URL): Pr
     return refuse(404, "No tunnel session has that object id.");
   }
   const headers = new Headers({ authorization: request.headers.get("authorization")!, [BODY_LENGTH_HEADER]: length });
-  return env.TUNNEL_SESSION.get(id).fetch(`https://tunnel-session${BODY_PATH}?stream=${stream}`, { method: "POST", headers, body: request.body });
+  // The body goes through a pipe this handler owns: when the object answers before reading all of it (a
+  // refusal), the pipe ends with the object's answer instead of the runtime reading the request after it
+  // was answered (an uncaught exception in the Worker for every refusal).
+  const pipe = new IdentityTransformStream();
+  const stop = new AbortController();
+  const carried = request.body.pipeTo(pipe.writable, { signal: stop.signal, preventAbort: true }).catch(() => undefined);
+  const answer = await env.TUNNEL_SESSION.get(id).fetch(`https://tunnel-session${BODY_PATH}?stream=${stream}`, {
+    method: "POST",
+    headers,
+    body: pipe.readable,
+  });
+  stop.abort();
+  await carried;
+  return answer;
 }

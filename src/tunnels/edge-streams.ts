@@ -7,7 +7,16 @@
  * may come through a body channel instead (protocol.ts): the agent's own POST, piped into the client's stream.
  */
 
-import { DATA_FRAME_HEADROOM, encodeDataInPlace, HOP_BY_HOP_HEADERS, ResetCode, type Frame, type FrameOf, type StreamFrame } from "./protocol.ts";
+import {
+  BODY_CHANNEL_MAX_BYTES,
+  DATA_FRAME_HEADROOM,
+  encodeDataInPlace,
+  HOP_BY_HOP_HEADERS,
+  ResetCode,
+  type Frame,
+  type FrameOf,
+  type StreamFrame,
+} from "./protocol.ts";
 import { StreamCore } from "./stream-core.ts";
 import { WindowBudget } from "./window-budget.ts";
 
@@ -46,13 +55,16 @@ export interface EdgeStreamsOptions {
    * stream's messages are relayed by the session object, not here.
    */
   acceptWebSocket(stream: number, request: RelayRequest, headers: Headers): Response;
+  /** How long a body channel's POST and its head may wait for each other (default BODY_CHANNEL_ARRIVAL_MS). */
+  channelWaitMs?(): number;
 }
 
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 
 /**
  * How long the edge waits for an announced body channel's POST to arrive (the agent sends it right after the
- * head). Past it the stream is reset: the public client is not left waiting on an agent that never sends it.
+ * head), or for the head of a POST that overtook it. Past it the stream is reset: the public client is not left
+ * waiting on an agent that never sends it. `TUNNEL_BODY_CHANNEL_WAIT_MS` sets another.
  */
 export const BODY_CHANNEL_ARRIVAL_MS = 30_000;
 
@@ -113,7 +125,7 @@ class EdgeStream {
   /** Set when the response body comes through a body channel. */
   channel?: BodyChannel;
   /** A body channel's POST that arrived before the head's message was read. */
-  earlyChannel?: { body: ReadableStream<Uint8Array>; length: number; settle(outcome: BodyChannelOutcome): void };
+  earlyChannel?: { body: ReadableStream<Uint8Array>; length: number; settle(outcome: BodyChannelOutcome): void; timer: ReturnType<typeof setTimeout> };
   /** Request body out (within the agent's window), response body in (the agent held to ours). */
   core!: StreamCore;
   private windowWaiters: Array<() => void> = [];
@@ -144,6 +156,10 @@ export class EdgeStreams {
   private readonly budget = new WindowBudget();
 
   constructor(private readonly options: EdgeStreamsOptions) {}
+
+  private channelWaitMs(): number {
+    return this.options.channelWaitMs?.() ?? BODY_CHANNEL_ARRIVAL_MS;
+  }
 
   get size(): number {
     return this.streams.size;
@@ -205,6 +221,8 @@ export class EdgeStreams {
       case "data":
       case "end":
       case "window": {
+        if (stream.channel && frame.type !== "window")
+          return this.reset(stream, ResetCode.protocolError, `a ${frame.type} frame for a body sent through a body channel`);
         const violation = stream.core.onFrame(frame);
         if (violation) return this.reset(stream, violation.code, `the agent broke the protocol: ${violation.message}`);
         if (frame.type === "window") stream.wake();
@@ -263,7 +281,11 @@ export class EdgeStreams {
         if (stream.channel.writable) void this.pipeChannel(stream, stream.channel);
       } else {
         // The POST overtook the head's message; the head decides.
-        stream.earlyChannel = { body, length, settle };
+        const timer = setTimeout(() => {
+          if (!stream.closed)
+            this.reset(stream, ResetCode.protocolError, `the response head of a body channel's POST did not arrive within ${this.channelWaitMs() / 1000} s`);
+        }, this.channelWaitMs());
+        stream.earlyChannel = { body, length, settle, timer };
       }
     });
   }
@@ -306,11 +328,16 @@ export class EdgeStreams {
     if (stream.answered || stream.head) return this.reset(stream, ResetCode.protocolError, "a second response head");
     // A 101 is the answer to a WebSocket upgrade only; anywhere else the public client gets a clear 502.
     if (frame.status === 101 && !stream.request.upgrade) return this.reset(stream, ResetCode.upstreamError, "the local service switched protocols unasked");
+    // an interim response is the agent's to consume; a final one answers the client (the runtime refuses 1xx)
+    if (frame.status < 200 && frame.status !== 101)
+      return this.reset(stream, ResetCode.protocolError, `an interim response head (${frame.status}) for the public client`);
     if (frame.body_channel) return this.onChannelHead(stream, frame);
     if (stream.earlyChannel) {
-      stream.earlyChannel.settle({ ok: false, status: 409, message: `stream ${stream.id} was not announced with a body channel` });
-      void stream.earlyChannel.body.cancel().catch(() => undefined);
+      const early = stream.earlyChannel;
       stream.earlyChannel = undefined;
+      clearTimeout(early.timer);
+      early.settle({ ok: false, status: 409, message: `stream ${stream.id} was not announced with a body channel` });
+      void early.body.cancel().catch(() => undefined);
     }
     stream.head = frame;
     // A WebSocket is accepted at once: messages may follow in the same batch.
@@ -326,11 +353,14 @@ export class EdgeStreams {
     }
     const length = contentLength(new Headers(frame.headers.filter(([name]) => name.toLowerCase() === "content-length")));
     if (length === undefined) return this.reset(stream, ResetCode.protocolError, "a body channel for a response without a valid content-length");
+    if (length > BODY_CHANNEL_MAX_BYTES)
+      return this.reset(stream, ResetCode.protocolError, `a body channel for ${length} bytes, more than the ${BODY_CHANNEL_MAX_BYTES} welcome allowed`);
     stream.head = frame;
     stream.channel = { length, stop: new AbortController() };
     const early = stream.earlyChannel;
     stream.earlyChannel = undefined;
     if (early) {
+      clearTimeout(early.timer);
       stream.channel.body = early.body;
       stream.channel.bodyLength = early.length;
       stream.channel.settle = early.settle;
@@ -338,8 +368,8 @@ export class EdgeStreams {
       const channel = stream.channel;
       channel.timer = setTimeout(() => {
         if (!stream.closed && !channel.body)
-          this.reset(stream, ResetCode.protocolError, `the announced body channel did not arrive within ${BODY_CHANNEL_ARRIVAL_MS / 1000} s`);
-      }, BODY_CHANNEL_ARRIVAL_MS);
+          this.reset(stream, ResetCode.protocolError, `the announced body channel did not arrive within ${this.channelWaitMs() / 1000} s`);
+      }, this.channelWaitMs());
     }
     this.heads.add(stream);
   }
@@ -475,10 +505,12 @@ export class EdgeStreams {
         channel.settle?.({ ok: false, status: 409, message: failure.message });
       }
     }
-    if (stream.earlyChannel) {
-      void stream.earlyChannel.body.cancel().catch(() => undefined);
-      stream.earlyChannel.settle({ ok: false, status: 409, message: failure.message });
+    const early = stream.earlyChannel;
+    if (early) {
       stream.earlyChannel = undefined;
+      clearTimeout(early.timer);
+      void early.body.cancel().catch(() => undefined);
+      early.settle({ ok: false, status: 409, message: failure.message });
     }
   }
 

@@ -24,7 +24,7 @@
  * Workers Vitest integration, whose test-side sockets feed the object; not seen with network clients).
  * framing.ts has the helpers both ends use for that and for batching frames into messages.
  *
- * Body channels: a response body of at least BODY_CHANNEL_MIN_BYTES, of known length, may instead go as the
+ * Body channels: a response body of BODY_CHANNEL_MIN_BYTES up to the welcome's `max_bytes`, of known length, may go as the
  * body of one HTTP POST from the agent to AGENT_BODY_PATH on the edge, when the edge offered it (`body_channel`
  * in welcome): the agent's response_head says `body_channel: true` and no data or end frames follow for the
  * stream. The POST names the session object and stream, and carries the session's token; the edge pipes it
@@ -47,6 +47,12 @@ export const AGENT_SESSION_PATH = "/__tollgate/agent";
 export const AGENT_BODY_PATH = "/__tollgate/agent/body";
 /** Smallest response body (content-length) the agent sends through a body channel; smaller ones go as frames. */
 export const BODY_CHANNEL_MIN_BYTES = 1024 * 1024;
+/**
+ * Largest body the edge takes through a body channel (announced in welcome as `max_bytes`); larger ones go as
+ * frames. Under every Cloudflare plan's request-body limit (100 MB on Free and Pro), which refuses a larger POST
+ * with 413 before the Worker runs.
+ */
+export const BODY_CHANNEL_MAX_BYTES = 64 * 1024 * 1024;
 export const HEARTBEAT_PING = "tollgate:ping";
 export const HEARTBEAT_PONG = "tollgate:pong";
 /** Largest body chunk carried by one data frame. */
@@ -122,7 +128,14 @@ export const payloadSchemas = {
     /** Largest data frame body the edge takes from this agent; absent (an older edge): MAX_DATA_CHUNK. */
     max_data_chunk: z.number().int().min(MAX_DATA_CHUNK).max(LARGE_DATA_CHUNK).optional(),
     /** Offered body channels: the session object's id and the token a body POST must carry; absent, none. */
-    body_channel: z.object({ object: z.string().regex(/^[0-9a-f]{64}$/), token: z.string().regex(/^[A-Za-z0-9_-]{43}$/) }).optional(),
+    body_channel: z
+      .object({
+        object: z.string().regex(/^[0-9a-f]{64}$/),
+        token: z.string().regex(/^[A-Za-z0-9_-]{43}$/),
+        /** Largest body the edge takes this way. */
+        max_bytes: z.number().int().min(BODY_CHANNEL_MIN_BYTES).max(Number.MAX_SAFE_INTEGER),
+      })
+      .optional(),
   }),
   start_tunnel: z.object({
     request_id: z.number().int().nonnegative(),

@@ -10,10 +10,20 @@ import { closeReason } from "../close-reason.ts";
 import type { Env } from "../env.ts";
 import { ServiceError } from "../errors.ts";
 import { BODY_LENGTH_HEADER, BODY_PATH, bearerToken, newBodyToken, tokensMatch } from "./body-channel.ts";
-import { EdgeStreams } from "./edge-streams.ts";
+import { BODY_CHANNEL_ARRIVAL_MS, EdgeStreams } from "./edge-streams.ts";
 import { streamFailure, TunnelErrorCode } from "./errors.ts";
 import { FrameOutbox } from "./framing.ts";
-import { CloseCode, decodeFrames, HEARTBEAT_PING, HEARTBEAT_PONG, LARGE_DATA_CHUNK, MAX_DATA_CHUNK, ResetCode, type Frame } from "./protocol.ts";
+import {
+  BODY_CHANNEL_MAX_BYTES,
+  CloseCode,
+  decodeFrames,
+  HEARTBEAT_PING,
+  HEARTBEAT_PONG,
+  LARGE_DATA_CHUNK,
+  MAX_DATA_CHUNK,
+  ResetCode,
+  type Frame,
+} from "./protocol.ts";
 import { AGENT_TAG, PublicSockets } from "./public-sockets.ts";
 import { firstCheck, liveness } from "./session-liveness.ts";
 import { SessionStore, type SessionInfo, type SessionMeta } from "./session-store.ts";
@@ -55,6 +65,7 @@ export class TunnelSession extends DurableObject<Env> {
       agentDataChunk: () => (this.agentDataChunk ??= this.store.meta()?.agentMaxDataChunk ?? MAX_DATA_CHUNK),
       failureResponse: (failure, host) => streamFailure(failure.code, failure.message, host).toResponse(),
       acceptWebSocket: (stream, request, headers) => this.publicSockets.accept(stream, request.tunnelId, headers),
+      channelWaitMs: () => channelWaitMs(env),
     });
     this.tunnels = new SessionTunnels({
       env,
@@ -121,7 +132,7 @@ export class TunnelSession extends DurableObject<Env> {
           region: meta.region,
           heartbeat_ms: meta.heartbeatMs,
           max_data_chunk: LARGE_DATA_CHUNK,
-          ...(meta.bodyToken ? { body_channel: { object: this.ctx.id.toString(), token: meta.bodyToken } } : {}),
+          ...(meta.bodyToken ? { body_channel: { object: this.ctx.id.toString(), token: meta.bodyToken, max_bytes: BODY_CHANNEL_MAX_BYTES } } : {}),
         });
         return this.tunnels.recordSession(meta, frame);
       }
@@ -260,6 +271,12 @@ export class TunnelSession extends DurableObject<Env> {
     this.agentSocket = this.ctx.getWebSockets(AGENT_TAG).find((ws) => ws.readyState === WebSocket.OPEN);
     return this.agentSocket;
   }
+}
+
+/** TUNNEL_BODY_CHANNEL_WAIT_MS when it is a positive number, else BODY_CHANNEL_ARRIVAL_MS. */
+function channelWaitMs(env: Env): number {
+  const configured = Number(env.TUNNEL_BODY_CHANNEL_WAIT_MS);
+  return configured > 0 ? configured : BODY_CHANNEL_ARRIVAL_MS;
 }
 
 function isSessionFrame(frame: Frame): boolean {

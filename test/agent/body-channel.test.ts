@@ -3,11 +3,12 @@ import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startAgent, type Agent } from "../../src/agent/agent.ts";
 import { parseAgentConfig } from "../../src/agent/settings/load.ts";
-import { AGENT_BODY_PATH, BODY_CHANNEL_MIN_BYTES } from "../../src/tunnels/protocol.ts";
+import { AGENT_BODY_PATH, BODY_CHANNEL_MAX_BYTES, BODY_CHANNEL_MIN_BYTES } from "../../src/tunnels/protocol.ts";
+import { AGENT_VERSION } from "../../src/agent/version.ts";
 import { FakeEdge } from "./support/fake-edge.ts";
 import { patternBytes, startUpstream, type Upstream } from "./support/upstream.ts";
 
-const CHANNEL = { object: "ab".repeat(32), token: "T".repeat(43) };
+const CHANNEL = { object: "ab".repeat(32), token: "T".repeat(43), max_bytes: BODY_CHANNEL_MAX_BYTES };
 let edge: FakeEdge;
 let upstream: Upstream;
 const agents: Agent[] = [];
@@ -31,8 +32,8 @@ afterEach(async () => {
 });
 
 /** An agent with one tunnel `web` to `port`, on a fake edge that offers a body channel (unless `offered` is false). */
-async function agentOn(port: number, offered = true) {
-  edge.bodyChannel = offered ? CHANNEL : undefined;
+async function agentOn(port: number, offered: boolean | typeof CHANNEL = true) {
+  edge.bodyChannel = offered === true ? CHANNEL : offered === false ? undefined : offered;
   const parsed = parseAgentConfig({ server_addr: edge.url, web_addr: "127.0.0.1:0", tunnels: { web: { proto: "http", addr: port } } });
   if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
   const tunnels = Object.entries(parsed.config.tunnels).map(([name, definition]) => ({ name, definition }));
@@ -72,7 +73,11 @@ describe("body channels (agent side)", () => {
     const post = await edge.channelPost(session.lastStream);
     expect(post.url.pathname).toBe(AGENT_BODY_PATH);
     expect(Object.fromEntries(post.url.searchParams)).toEqual({ object: CHANNEL.object, stream: String(session.lastStream) });
-    expect(post.headers).toMatchObject({ authorization: `Bearer ${CHANNEL.token}`, "content-length": String(length) });
+    expect(post.headers).toMatchObject({
+      authorization: `Bearer ${CHANNEL.token}`,
+      "content-length": String(length),
+      "user-agent": `tollgate-agent/${AGENT_VERSION}`,
+    });
     expect(session.pendingData(session.lastStream)).toBe(0);
     // the inspector captured the exchange as complete, body size and all
     await expect
@@ -95,6 +100,15 @@ describe("body channels (agent side)", () => {
     expect(bodiless.status).toBe(204);
     expect(bodiless.viaChannel).toBeUndefined();
     expect(edge.channelPosts).toEqual([]);
+  });
+
+  it("keep frames for a body larger than the welcome's max_bytes", async () => {
+    const { session, tunnelId } = await agentOn(upstream.port, { ...CHANNEL, max_bytes: BODY_CHANNEL_MIN_BYTES });
+    const relayed = await session.relay(tunnelId, { target: `/bytes/${BODY_CHANNEL_MIN_BYTES + 1}` });
+    expect(relayed.viaChannel).toBeUndefined();
+    expect(relayed.body.equals(patternBytes(BODY_CHANNEL_MIN_BYTES + 1))).toBe(true);
+    const atMost = await session.relay(tunnelId, { target: `/bytes/${BODY_CHANNEL_MIN_BYTES}` });
+    expect(atMost.viaChannel).toBe(true);
   });
 
   it("are not used when the edge does not offer one", async () => {

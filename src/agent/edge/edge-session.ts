@@ -98,6 +98,10 @@ export interface BodyChannelTarget {
   /** The endpoint with the session object's id: append `&stream=<id>`. */
   readonly url: string;
   readonly token: string;
+  /** Largest body the edge takes this way. */
+  readonly maxBytes: number;
+  /** The agent's User-Agent, as its WebSocket sends it (edges may challenge requests without one). */
+  readonly userAgent: string;
 }
 
 const REFUSAL_STATUSES = new Set([400, 401, 403]);
@@ -193,6 +197,10 @@ export class EdgeSession {
     return this.dataChunk;
   }
 
+  private get userAgent(): string {
+    return `tollgate-agent/${this.options.agentVersion}`;
+  }
+
   /** The body channel of the session online now, if its edge offered one. */
   get bodyChannel(): BodyChannelTarget | undefined {
     return this.current.state === "online" ? this.channel : undefined;
@@ -242,7 +250,7 @@ export class EdgeSession {
       headers: {
         authorization: `Bearer ${this.options.apiKey}`,
         "tollgate-protocol": String(PROTOCOL_VERSION),
-        "user-agent": `tollgate-agent/${this.options.agentVersion}`,
+        "user-agent": this.userAgent,
       },
       handshakeTimeout: 10_000,
       perMessageDeflate: false,
@@ -316,7 +324,12 @@ export class EdgeSession {
         this.attempt = 0;
         this.dataChunk = frame.max_data_chunk ?? MAX_DATA_CHUNK;
         this.channel = frame.body_channel
-          ? { url: `${bodyChannelEndpoint(this.options.serverAddr)}?object=${frame.body_channel.object}`, token: frame.body_channel.token }
+          ? {
+              url: `${bodyChannelEndpoint(this.options.serverAddr)}?object=${frame.body_channel.object}`,
+              token: frame.body_channel.token,
+              maxBytes: frame.body_channel.max_bytes,
+              userAgent: this.userAgent,
+            }
           : undefined;
         this.update({
           state: "online",

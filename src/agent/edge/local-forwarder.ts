@@ -75,9 +75,12 @@ export interface ForwarderOptions {
 export const IDLE_LOCAL_CONNECTION_MS = 4_000;
 const agentOptions = { keepAlive: true, maxSockets: 256, timeout: IDLE_LOCAL_CONNECTION_MS };
 const keepAlive = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) };
-/** Connections for body channels' POSTs to the edge: one per large response in flight, kept for the next. */
-const edgeAgentOptions = { keepAlive: true, maxSockets: 256 };
-const edgeKeepAlive = { http: new http.Agent(edgeAgentOptions), https: new https.Agent(edgeAgentOptions) };
+/**
+ * Connections for body channels' POSTs to the edge: one per large response in flight (no cap: a POST queued
+ * behind a cap would miss the edge's wait for it, and open streams already bound them), kept idle as long as
+ * those to the local service, so a POST never goes out on a connection the edge is closing.
+ */
+const edgeAgentOptions = { keepAlive: true, timeout: IDLE_LOCAL_CONNECTION_MS };
 /** Statuses whose responses have no body (and so never go through a body channel). */
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 /** Most of an edge's refusal of a body channel kept for the reset message. */
@@ -137,6 +140,8 @@ export class LocalForwarder {
   /** Streams with response bytes that arrived this turn: sent together at its end, in frames as large as the edge takes. */
   private readonly arrived = new Set<AgentStream>();
   private pumpScheduled = false;
+  /** This forwarder's connections to the edge for body channels; closed when the session is gone. */
+  private edgeConnections = { http: new http.Agent(edgeAgentOptions), https: new https.Agent(edgeAgentOptions) };
 
   constructor(private readonly options: ForwarderOptions) {
     this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
@@ -192,6 +197,9 @@ export class LocalForwarder {
   /** Ends every stream (the session is gone). */
   abortAll(message: string): void {
     for (const stream of [...this.streams.values()]) this.close(stream, { code: "agent_disconnected", message });
+    this.edgeConnections.http.destroy();
+    this.edgeConnections.https.destroy();
+    this.edgeConnections = { http: new http.Agent(edgeAgentOptions), https: new https.Agent(edgeAgentOptions) };
   }
 
   private open(head: FrameOf<"request_head">): void {
@@ -377,14 +385,14 @@ export class LocalForwarder {
     });
   }
 
-  /** The body channel a response's body goes through: a large body of known length, when the edge offered one. */
+  /** The body channel a response's body goes through: a large body of known length, when the edge offered one and takes its size. */
   private channelFor(stream: AgentStream, response: http.IncomingMessage, status: number): { target: BodyChannelTarget; length: number } | undefined {
     const target = this.options.bodyChannel?.();
     if (!target || NULL_BODY_STATUSES.has(status) || status < 200 || stream.method.toUpperCase() === "HEAD") return undefined;
     const declared = response.headers["content-length"];
     if (declared === undefined || !/^\d{1,15}$/.test(declared)) return undefined;
     const length = Number(declared);
-    return length >= BODY_CHANNEL_MIN_BYTES ? { target, length } : undefined;
+    return length >= BODY_CHANNEL_MIN_BYTES && length <= target.maxBytes ? { target, length } : undefined;
   }
 
   /**
@@ -397,8 +405,13 @@ export class LocalForwarder {
     const secure = url.protocol === "https:";
     const post = (secure ? https : http).request(url, {
       method: "POST",
-      headers: { authorization: `Bearer ${channel.target.token}`, "content-type": "application/octet-stream", "content-length": String(channel.length) },
-      agent: secure ? edgeKeepAlive.https : edgeKeepAlive.http,
+      headers: {
+        authorization: `Bearer ${channel.target.token}`,
+        "content-type": "application/octet-stream",
+        "content-length": String(channel.length),
+        "user-agent": channel.target.userAgent,
+      },
+      agent: secure ? this.edgeConnections.https : this.edgeConnections.http,
     });
     stream.channel = post;
     post.on("response", (answer) => {

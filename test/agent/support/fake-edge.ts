@@ -184,7 +184,7 @@ export class FakeEdge {
   /** When set, the upgrade is answered with this instead of 101. */
   refuse: { status: number; body: unknown } | undefined;
   /** Offered in welcome when set (as the real edge does); unset, as an older edge, none. */
-  bodyChannel: { object: string; token: string } | undefined;
+  bodyChannel: { object: string; token: string; max_bytes: number } | undefined;
   /** When set, body channel POSTs are answered with this (after their body) instead of 204. */
   refuseBody: { status: number; body: unknown } | undefined;
   /** Body channel POSTs received, in order, once each has ended. */

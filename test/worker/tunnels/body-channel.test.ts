@@ -1,6 +1,6 @@
 import { SELF } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
-import { AGENT_BODY_PATH, type FrameOf } from "../../../src/tunnels/protocol.ts";
+import { AGENT_BODY_PATH, BODY_CHANNEL_MAX_BYTES, type FrameOf } from "../../../src/tunnels/protocol.ts";
 import { connectAgent, publicFetch, type FakeAgent } from "./fake-agent.ts";
 
 const agents: FakeAgent[] = [];
@@ -74,6 +74,7 @@ describe("body channels", () => {
     agents.push(agent);
     expect(welcome.body_channel?.object).toMatch(/^[0-9a-f]{64}$/);
     expect(welcome.body_channel?.token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(welcome.body_channel?.max_bytes).toBe(BODY_CHANNEL_MAX_BYTES);
     const other = await connectAgent();
     agents.push(other.agent);
     expect(other.welcome.body_channel?.token).not.toBe(welcome.body_channel?.token);
@@ -100,8 +101,9 @@ describe("body channels", () => {
     const head = await agent.next("request_head");
     const body = bytesOf(70_000, 11);
     const posted = postBody(channel, head.stream, body);
-    // the POST is parked at the object before the head is sent
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // the POST waits at the object: no answer before the head is sent
+    const early = await Promise.race([posted.then(() => "answered"), new Promise((resolve) => setTimeout(() => resolve("waiting"), 200))]);
+    expect(early).toBe("waiting");
     agent.send(channelHead(head, body.byteLength));
     expect(new Uint8Array(await (await pending).arrayBuffer())).toEqual(body);
     expect((await posted).status).toBe(204);
@@ -128,14 +130,28 @@ describe("body channels", () => {
     agent.send(channelHead(head, body.byteLength));
     const held = heldStream(body.subarray(0, 10));
     const first = postBody(channel, head.stream, held.stream, { length: body.byteLength });
-    const response = await pending;
+    const reader = (await pending).body!.getReader();
+    // the first POST's bytes reached the client: it holds the channel
+    const firstBytes = await reader.read();
+    expect(firstBytes.value).toEqual(body.subarray(0, 10));
     expect(await errorOf(await postBody(channel, head.stream, body))).toMatchObject({
       status: 409,
       msg: expect.stringContaining("already has its body channel"),
     });
     held.controller.enqueue(body.subarray(10));
     held.controller.close();
-    expect(new Uint8Array(await response.arrayBuffer())).toEqual(body);
+    const rest = new Uint8Array(
+      await new Response(
+        new ReadableStream({
+          pull: async (c) => {
+            const { done, value } = await reader.read();
+            if (done) c.close();
+            else c.enqueue(value);
+          },
+        }),
+      ).arrayBuffer(),
+    );
+    expect(rest).toEqual(body.subarray(10));
     expect((await first).status).toBe(204);
   });
 
@@ -152,8 +168,11 @@ describe("body channels", () => {
     expect(await errorOf(await postBody(channel, "0", "x"))).toMatchObject({ status: 400, msg: expect.stringContaining("`stream`") });
     expect((await postBody(channel, "1e3", "x")).status).toBe(400);
     expect(await errorOf(await postBody(channel, 1, "x", { object: "xyz" }))).toMatchObject({ status: 400, msg: expect.stringContaining("`object`") });
-    const madeUp = await postBody(channel, 1, "x", { object: "0".repeat(64) });
-    expect([401, 404]).toContain(madeUp.status);
+    // an id of the right shape that this namespace did not make reaches no object
+    expect(await errorOf(await postBody(channel, 1, "x", { object: "0".repeat(64) }))).toMatchObject({
+      status: 404,
+      msg: "No tunnel session has that object id.",
+    });
   });
 
   it("reset a head that announces a channel without a valid content-length, or for a response without a body", async () => {
@@ -172,6 +191,59 @@ describe("body channels", () => {
     agent.send({ ...channelHead(headHead, 10) });
     expect(await agent.next("reset", (frame) => frame.stream === headHead.stream)).toMatchObject({ message: expect.stringContaining("has no body") });
     expect((await headPending).status).toBe(502);
+  });
+
+  it("reset a head that announces more than max_bytes, an interim status, or data frames after a channel head", async () => {
+    const { agent, tunnel } = await tunnelWithChannel();
+    const tooLarge = publicFetch(tunnel.public_url!, "/too-large");
+    const large = await agent.next("request_head");
+    agent.send(channelHead(large, BODY_CHANNEL_MAX_BYTES + 1));
+    expect(await agent.next("reset", (frame) => frame.stream === large.stream)).toMatchObject({
+      code: "protocol_error",
+      message: expect.stringContaining(`more than the ${BODY_CHANNEL_MAX_BYTES}`),
+    });
+    expect((await tooLarge).status).toBe(502);
+
+    const interim = publicFetch(tunnel.public_url!, "/interim");
+    const early = await agent.next("request_head");
+    agent.send({ type: "response_head", stream: early.stream, status: 103, headers: [] });
+    expect(await agent.next("reset", (frame) => frame.stream === early.stream)).toMatchObject({
+      message: expect.stringContaining("interim response head (103)"),
+    });
+    expect((await interim).status).toBe(502);
+
+    const framed = publicFetch(tunnel.public_url!, "/framed");
+    const head = await agent.next("request_head");
+    agent.sendBatch([channelHead(head, 10), { type: "data", stream: head.stream, seq: 0, bytes: bytesOf(10) }]);
+    expect(await agent.next("reset", (frame) => frame.stream === head.stream)).toMatchObject({
+      code: "protocol_error",
+      message: "a data frame for a body sent through a body channel",
+    });
+    expect((await framed).status).toBe(502);
+  });
+
+  it("reset the stream when the announced POST does not come within TUNNEL_BODY_CHANNEL_WAIT_MS (3 s in these tests)", async () => {
+    const { agent, tunnel } = await tunnelWithChannel();
+    const pending = publicFetch(tunnel.public_url!, "/never");
+    const head = await agent.next("request_head");
+    agent.send(channelHead(head, 1000));
+    const response = await pending;
+    expect(response.status).toBe(200);
+    const reset = await agent.next("reset", (frame) => frame.stream === head.stream, 15_000);
+    expect(reset).toMatchObject({ code: "protocol_error", message: "the announced body channel did not arrive within 3 s" });
+    await expect(response.arrayBuffer()).rejects.toThrow();
+  });
+
+  it("answer a POST that overtook its head 409 when the agent resets the stream instead", async () => {
+    const { agent, tunnel, channel } = await tunnelWithChannel();
+    const pending = publicFetch(tunnel.public_url!, "/reset-early");
+    const head = await agent.next("request_head");
+    const posted = postBody(channel, head.stream, bytesOf(100));
+    const early = await Promise.race([posted.then(() => "answered"), new Promise((resolve) => setTimeout(() => resolve("waiting"), 200))]);
+    expect(early).toBe("waiting");
+    agent.send({ type: "reset", stream: head.stream, code: "upstream_error", message: "the local service broke off" });
+    expect(await errorOf(await posted)).toMatchObject({ status: 409, msg: expect.stringContaining("the local service broke off") });
+    expect((await pending).status).toBe(502);
   });
 
   it("end the stream when the POST's length is not the head's: the client's body fails, the agent gets a reset", async () => {
