@@ -63,6 +63,18 @@ function heldStream(first: Uint8Array) {
   return { stream, controller };
 }
 
+/** A public request whose head announced a channel of `length` bytes, and its POST, which has sent `first` and holds the rest. */
+async function channelInFlight(path: string, length: number, first: Uint8Array) {
+  const { agent, tunnel, channel } = await tunnelWithChannel();
+  const pending = publicFetch(tunnel.public_url!, path);
+  const head = await agent.next("request_head");
+  agent.send(channelHead(head, length));
+  const held = heldStream(first);
+  const posted = postBody(channel, head.stream, held.stream, { length });
+  const reader = (await pending).body!.getReader();
+  return { agent, channel, head, held, posted, reader };
+}
+
 async function errorOf(response: Response): Promise<{ status: number; msg: string; error_code: string }> {
   const body = (await response.json()) as { msg: string; error_code: string };
   return { status: response.status, msg: body.msg, error_code: body.error_code };
@@ -265,14 +277,7 @@ describe("body channels", () => {
   });
 
   it("end the POST when the public client stops reading and goes away", async () => {
-    const { agent, tunnel, channel } = await tunnelWithChannel();
-    const pending = publicFetch(tunnel.public_url!, "/abandoned");
-    const head = await agent.next("request_head");
-    agent.send(channelHead(head, 1_000_000));
-    const held = heldStream(bytesOf(1000));
-    const posted = postBody(channel, head.stream, held.stream, { length: 1_000_000 });
-    const response = await pending;
-    const reader = response.body!.getReader();
+    const { agent, head, held, posted, reader } = await channelInFlight("/abandoned", 1_000_000, bytesOf(1000));
     expect((await reader.read()).done).toBe(false);
     await reader.cancel();
     // the next bytes have nowhere to go
@@ -290,13 +295,7 @@ describe("body channels", () => {
   });
 
   it("fail a body in flight with the session: the POST is refused once the agent's connection is gone", async () => {
-    const { agent, tunnel, channel } = await tunnelWithChannel();
-    const pending = publicFetch(tunnel.public_url!, "/gone");
-    const head = await agent.next("request_head");
-    agent.send(channelHead(head, 10_000));
-    const held = heldStream(bytesOf(100));
-    const posted = postBody(channel, head.stream, held.stream, { length: 10_000 });
-    const reader = (await pending).body!.getReader();
+    const { agent, channel, head, posted, reader } = await channelInFlight("/gone", 10_000, bytesOf(100));
     // the first bytes reached the client: the POST is being piped
     expect((await reader.read()).done).toBe(false);
     agent.close();
