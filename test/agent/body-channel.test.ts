@@ -3,11 +3,16 @@ import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startAgent, type Agent } from "../../src/agent/agent.ts";
 import { parseAgentConfig } from "../../src/agent/settings/load.ts";
+import type { ExchangeTap } from "../../src/agent/edge/exchange.ts";
+import { LocalForwarder } from "../../src/agent/edge/local-forwarder.ts";
+import type { Frame } from "../../src/tunnels/protocol.ts";
 import { AGENT_BODY_PATH, BODY_CHANNEL_MAX_BYTES, BODY_CHANNEL_MIN_BYTES } from "../../src/tunnels/protocol.ts";
 import { AGENT_VERSION } from "../../src/agent/version.ts";
 import { FakeEdge } from "./support/fake-edge.ts";
 import { patternBytes, startUpstream, type Upstream } from "./support/upstream.ts";
 
+/** Ceiling for what settles after a few socket round trips (generous for a busy machine). */
+const SETTLES = { timeout: 10_000, interval: 20 };
 const CHANNEL = { object: "ab".repeat(32), token: "T".repeat(43), max_bytes: BODY_CHANNEL_MAX_BYTES };
 let edge: FakeEdge;
 let upstream: Upstream;
@@ -63,7 +68,60 @@ async function holdingService(length: number, sent: number) {
   };
 }
 
+/** A forwarder on its own (no session), its channel on the fake edge, and a tap counting what its observer hears. */
+function forwarderWithTap(port: number) {
+  const calls = { head: 0, bodyBytes: 0, end: 0, close: [] as Array<{ code: string } | undefined> };
+  const tap: ExchangeTap = {
+    open: () => ({
+      onResponseHead: () => void calls.head++,
+      onResponseBody: (chunk) => void (calls.bodyBytes += chunk.byteLength),
+      onResponseEnd: () => void calls.end++,
+      onClose: (outcome) => void calls.close.push(outcome.error),
+    }),
+  };
+  const frames: Frame[] = [];
+  const forwarder = new LocalForwarder({
+    send: (frame) => frames.push(frame),
+    lookup: (id) => (id === "tn_tap" ? { id, name: "tap", url: new URL(`http://127.0.0.1:${port}`), inspect: true, taps: [tap] } : undefined),
+    sessionKey: () => "ts_tap",
+    bodyChannel: () => ({
+      url: `${edge.url}${AGENT_BODY_PATH}?object=${CHANNEL.object}`,
+      token: CHANNEL.token,
+      maxBytes: BODY_CHANNEL_MAX_BYTES,
+      userAgent: "test",
+    }),
+  });
+  // a request without a body: its head, then the end of its (empty) body, as the edge sends them
+  const open = (stream: number, target: string) => {
+    forwarder.onFrame({ type: "request_head", stream, tunnel_id: "tn_tap", method: "GET", target, headers: [], client_addr: "203.0.113.7", scheme: "http" });
+    forwarder.onFrame({ type: "end", stream, count: 0 });
+  };
+  return { forwarder, frames, calls, open };
+}
+
 describe("body channels (agent side)", () => {
+  it("tell the exchange's observers of the head, every body byte, the end and the close, once each", async () => {
+    const { forwarder, frames, calls, open } = forwarderWithTap(upstream.port);
+    const length = BODY_CHANNEL_MIN_BYTES * 2;
+    open(1, `/bytes/${length}`);
+    await expect.poll(() => calls.close.length, SETTLES).toBe(1);
+    expect(calls).toEqual({ head: 1, bodyBytes: length, end: 1, close: [undefined] });
+    expect(frames.map((frame) => frame.type)).toEqual(["response_head"]);
+    expect((await edge.channelPost(1)).body.equals(patternBytes(length))).toBe(true);
+    expect(forwarder.size).toBe(0);
+  });
+
+  it("close a refused channel's exchange once, with the error and without an end", async () => {
+    edge.refuseBody = { status: 409, body: { msg: "The body channel did not complete: the public client went away" } };
+    const { forwarder, frames, calls, open } = forwarderWithTap(upstream.port);
+    open(1, `/bytes/${BODY_CHANNEL_MIN_BYTES}`);
+    await expect.poll(() => calls.close.length, SETTLES).toBe(1);
+    expect(calls.end).toBe(0);
+    expect(calls.close[0]).toMatchObject({ code: "cancelled" });
+    expect(frames.map((frame) => frame.type)).toEqual(["response_head", "reset"]);
+    expect(forwarder.size).toBe(0);
+  });
+
   it(`send a response body of at least ${BODY_CHANNEL_MIN_BYTES} bytes as one POST with the session's token, and no data frames`, async () => {
     const { agent, session, tunnelId } = await agentOn(upstream.port);
     const length = BODY_CHANNEL_MIN_BYTES + 12_345;
@@ -79,12 +137,12 @@ describe("body channels (agent side)", () => {
       "user-agent": `tollgate-agent/${AGENT_VERSION}`,
     });
     expect(session.pendingData(session.lastStream)).toBe(0);
-    // the inspector captured the exchange as complete, body size and all
+    // the inspector captured the exchange with its response
     await expect
       .poll(async () => {
         const listed = (await (await fetch(`${agent.apiUrl}/api/requests/http`)).json()) as { requests: Array<{ response?: { status_code: number } }> };
         return listed.requests[0]?.response?.status_code;
-      })
+      }, SETTLES)
       .toBe(200);
   });
 
@@ -136,7 +194,7 @@ describe("body channels (agent side)", () => {
     try {
       const { session, tunnelId } = await agentOn(service.port);
       void session.relay(tunnelId, { target: "/held" }).catch(() => undefined);
-      await expect.poll(() => edge.channelsBegun.has(String(session.lastStream))).toBe(true);
+      await expect.poll(() => edge.channelsBegun.has(String(session.lastStream)), SETTLES).toBe(true);
       const closed = new Promise<void>((resolve) => service.responses[0]!.on("close", () => resolve()));
       session.send({ type: "reset", stream: session.lastStream, code: "cancelled", message: "the public client went away" });
       const post = await edge.channelPost(session.lastStream);
@@ -153,7 +211,7 @@ describe("body channels (agent side)", () => {
     try {
       const { session, tunnelId } = await agentOn(service.port);
       const relayed = session.relay(tunnelId, { target: "/breaks" });
-      await expect.poll(() => edge.channelsBegun.has(String(session.lastStream))).toBe(true);
+      await expect.poll(() => edge.channelsBegun.has(String(session.lastStream)), SETTLES).toBe(true);
       service.responses[0]!.destroy();
       const reset = await session.next("reset", (frame) => frame.stream === session.lastStream);
       expect(reset).toMatchObject({ code: "upstream_error" });
