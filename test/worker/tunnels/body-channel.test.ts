@@ -258,6 +258,28 @@ describe("body channels", () => {
     expect((await pending).status).toBe(502);
   });
 
+  it("end the channel when the tunnel's policy replaces the response: the client gets the policy's answer, the POST a 409", async () => {
+    const { agent, welcome } = await connectAgent();
+    agents.push(agent);
+    const tunnel = await agent.startOk({
+      traffic_policy: {
+        outbound: [
+          { expressions: ["res.status_code == 200"], actions: [{ type: "custom-response", config: { status_code: 503, body: "under maintenance" } }] },
+        ],
+      },
+    });
+    const pending = publicFetch(tunnel.public_url!, "/replaced");
+    const head = await agent.next("request_head");
+    agent.send(channelHead(head, 50_000));
+    const held = heldStream(bytesOf(1000));
+    const posted = postBody(welcome.body_channel!, head.stream, held.stream, { length: 50_000 });
+    const response = await pending;
+    expect(response.status).toBe(503);
+    expect(await response.text()).toBe("under maintenance");
+    expect(await errorOf(await posted)).toMatchObject({ status: 409 });
+    expect(await agent.next("reset", (frame) => frame.stream === head.stream)).toMatchObject({ code: "cancelled" });
+  });
+
   it("end the stream when the POST's length is not the head's: the client's body fails, the agent gets a reset", async () => {
     const { agent, tunnel, channel } = await tunnelWithChannel();
     const pending = publicFetch(tunnel.public_url!, "/short");
