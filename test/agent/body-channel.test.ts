@@ -189,6 +189,15 @@ describe("body channels (agent side)", () => {
     await relayed;
   });
 
+  it("cut a long refusal reason to 300 characters, so the reset stays within the protocol's 4096", async () => {
+    const { session, tunnelId } = await agentOn(upstream.port);
+    edge.refuseBody = { status: 409, body: { msg: "x".repeat(3_000) } };
+    const relayed = session.relay(tunnelId, { target: `/bytes/${BODY_CHANNEL_MIN_BYTES}` });
+    const reset = await session.next("reset", (frame) => frame.stream === session.lastStream);
+    expect(reset.message).toBe(`the edge did not take the response body (HTTP 409): ${"x".repeat(300)}`);
+    await relayed;
+  });
+
   it("abort the POST and the local response when the edge resets the stream mid-body", async () => {
     const service = await holdingService(BODY_CHANNEL_MIN_BYTES * 4, 64 * 1024);
     try {

@@ -83,8 +83,9 @@ const keepAlive = { http: new http.Agent(agentOptions), https: new https.Agent(a
 const edgeAgentOptions = { keepAlive: true, timeout: IDLE_LOCAL_CONNECTION_MS };
 /** Statuses whose responses have no body (and so never go through a body channel). */
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
-/** Most of an edge's refusal of a body channel kept for the reset message. */
+/** Most of an edge's refusal of a body channel read, and of its reason kept for the reset message. */
 const REFUSAL_BYTES = 4096;
+const REFUSAL_REASON_CHARS = 300;
 const UNREACHABLE = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", "EADDRNOTAVAIL"]);
 
 class AgentStream {
@@ -429,12 +430,15 @@ export class LocalForwarder {
           return this.close(stream);
         }
         const text = Buffer.concat(chunks).toString("utf8");
-        let why = text.trim().slice(0, 300);
+        let why = text.trim();
         try {
-          why = (JSON.parse(text) as { msg?: string }).msg ?? why;
+          const msg = (JSON.parse(text) as { msg?: unknown }).msg;
+          if (typeof msg === "string") why = msg;
         } catch {
           // not the edge's JSON error envelope: its text as it is
         }
+        // a reset's message is at most 4096 characters (protocol.ts): the edge's reason is cut well inside it
+        why = why.slice(0, REFUSAL_REASON_CHARS);
         this.reset(stream, ResetCode.cancelled, `the edge did not take the response body (HTTP ${answer.statusCode}): ${why}`);
       });
       answer.on("error", () => undefined);
