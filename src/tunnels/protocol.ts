@@ -77,6 +77,8 @@ const HEADER_BYTES = 10;
  */
 export const MAX_MESSAGE_BYTES = 8 * (MAX_DATA_CHUNK + HEADER_BYTES + 4);
 export const MAX_STREAM_ID = 0xffffffff;
+/** Longest reset message (characters); StreamCore.reset cuts a longer one. */
+export const MAX_RESET_MESSAGE = 4096;
 
 /** WebSocket close codes the edge uses (4000–4999 are free for applications). */
 export const CloseCode = {
@@ -193,7 +195,7 @@ export const payloadSchemas = {
   }),
   reset: z.object({
     code: z.string().max(64),
-    message: z.string().max(4096),
+    message: z.string().max(MAX_RESET_MESSAGE),
   }),
   ws_close: z.object({
     code: z.number().int().min(1000).max(4999),

@@ -6,7 +6,7 @@
  */
 
 import { DataSequence, OrderedReceiver, type OrderedSink } from "./framing.ts";
-import { INITIAL_STREAM_WINDOW, MAX_DATA_CHUNK, ResetCode, type FrameOf } from "./protocol.ts";
+import { INITIAL_STREAM_WINDOW, MAX_DATA_CHUNK, MAX_RESET_MESSAGE, ResetCode, type FrameOf } from "./protocol.ts";
 
 /**
  * Largest window a sender may hold. Increments only ever return bytes the receiver was sent, so a window
@@ -179,7 +179,8 @@ export class StreamCore {
     }
   }
 
+  /** The reset frame; a message past the protocol's MAX_RESET_MESSAGE is cut (the peer would refuse the frame and end the session). */
   reset(failure: { code: string; message: string }): FrameOf<"reset"> {
-    return { type: "reset", stream: this.id, code: failure.code, message: failure.message };
+    return { type: "reset", stream: this.id, code: failure.code, message: failure.message.slice(0, MAX_RESET_MESSAGE) };
   }
 }

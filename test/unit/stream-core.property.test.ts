@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { StreamCore, MAX_STREAM_WINDOW } from "../../src/tunnels/stream-core.ts";
-import { LARGE_DATA_CHUNK, MAX_DATA_CHUNK, type FrameOf } from "../../src/tunnels/protocol.ts";
+import { LARGE_DATA_CHUNK, MAX_DATA_CHUNK, MAX_RESET_MESSAGE, payloadSchemas, type FrameOf } from "../../src/tunnels/protocol.ts";
 
 /** A receiving end that records what its core delivers. */
 function receiver(window: number, headFirst = false) {
@@ -163,5 +163,9 @@ describe("stream core: the rest of the state machine", () => {
     });
     expect(core.send.end()).toEqual({ type: "end", stream: 5, count: 3 });
     expect(core.reset({ code: "cancelled", message: "bye" })).toEqual({ type: "reset", stream: 5, code: "cancelled", message: "bye" });
+    // a message the peer's schema would refuse (ending the session) is cut to what it takes
+    const long = core.reset({ code: "upstream_error", message: "é".repeat(MAX_RESET_MESSAGE + 10) });
+    expect(long.message).toHaveLength(MAX_RESET_MESSAGE);
+    expect(payloadSchemas.reset.safeParse({ code: long.code, message: long.message }).success).toBe(true);
   });
 });
