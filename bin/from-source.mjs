@@ -1,4 +1,4 @@
-// In a checkout (no bundle in build/agent/): runs the agent's TypeScript source through tsx, a devDependency.
+// In a checkout: runs the agent's TypeScript source through tsx, a devDependency (bin/tollgate.mjs picks this file when it exists; the package does not ship it).
 import { register } from "tsx/esm/api";
 
 register();
