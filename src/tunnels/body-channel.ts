@@ -8,7 +8,7 @@
 import type { Env } from "../env.ts";
 import { ServiceError } from "../errors.ts";
 import { TunnelErrorCode } from "./errors.ts";
-import { MAX_STREAM_ID } from "./protocol.ts";
+import { MAX_STREAM_ID, parseContentLength } from "./protocol.ts";
 
 /** The session object's path for a body channel's POST. */
 export const BODY_PATH = "/body";
@@ -56,8 +56,8 @@ export async function routeBodyChannel(request: Request, env: Env, url: URL): Pr
     return refuse(400, `The body channel's \`stream\` must be a stream id from 1 to ${MAX_STREAM_ID}.`);
   }
   if (!bearerToken(request.headers.get("authorization"))) return refuse(401, "The body channel needs the session's token as `Authorization: Bearer <token>`.");
-  const length = request.headers.get("content-length") ?? "";
-  if (!/^\d{1,15}$/.test(length)) return refuse(411, "The body channel's POST needs a content-length: the response body's length.");
+  const length = parseContentLength(request.headers.get("content-length"));
+  if (length === undefined) return refuse(411, "The body channel's POST needs a content-length: the response body's length.");
   if (!request.body) return refuse(400, "The body channel's POST has no body.");
   let id: DurableObjectId;
   try {
@@ -65,7 +65,7 @@ export async function routeBodyChannel(request: Request, env: Env, url: URL): Pr
   } catch {
     return refuse(404, "No tunnel session has that object id.");
   }
-  const headers = new Headers({ authorization: request.headers.get("authorization")!, [BODY_LENGTH_HEADER]: length });
+  const headers = new Headers({ authorization: request.headers.get("authorization")!, [BODY_LENGTH_HEADER]: String(length) });
   // The body goes through a pipe this handler owns: when the object answers before reading all of it (a
   // refusal), the pipe ends with the object's answer instead of the runtime reading the request after it
   // was answered (an uncaught exception in the Worker for every refusal).

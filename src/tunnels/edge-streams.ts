@@ -12,6 +12,8 @@ import {
   DATA_FRAME_HEADROOM,
   encodeDataInPlace,
   HOP_BY_HOP_HEADERS,
+  NULL_BODY_STATUSES,
+  parseContentLength,
   ResetCode,
   type Frame,
   type FrameOf,
@@ -58,8 +60,6 @@ export interface EdgeStreamsOptions {
   /** How long a body channel's POST and its head may wait for each other (default BODY_CHANNEL_ARRIVAL_MS). */
   channelWaitMs?(): number;
 }
-
-const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 
 /**
  * How long the edge waits for an announced body channel's POST to arrive (the agent sends it right after the
@@ -351,7 +351,7 @@ export class EdgeStreams {
     if (NULL_BODY_STATUSES.has(frame.status) || stream.request.method.toUpperCase() === "HEAD" || stream.request.upgrade) {
       return this.reset(stream, ResetCode.protocolError, "a body channel for a response that has no body");
     }
-    const length = contentLength(new Headers(frame.headers.filter(([name]) => name.toLowerCase() === "content-length")));
+    const length = parseContentLength(frame.headers.find(([name]) => name.toLowerCase() === "content-length")?.[1]);
     if (length === undefined) return this.reset(stream, ResetCode.protocolError, "a body channel for a response without a valid content-length");
     if (length > BODY_CHANNEL_MAX_BYTES)
       return this.reset(stream, ResetCode.protocolError, `a body channel for ${length} bytes, more than the ${BODY_CHANNEL_MAX_BYTES} welcome allowed`);
@@ -440,7 +440,7 @@ export class EdgeStreams {
       if (channel.body) void this.pipeChannel(stream, channel);
       return;
     }
-    const length = contentLength(headers);
+    const length = parseContentLength(headers.get("content-length"));
     const pipe = length === undefined ? new IdentityTransformStream() : new FixedLengthStream(length);
     if (length !== undefined) headers.delete("content-length");
     stream.writer = pipe.writable.getWriter();
@@ -571,10 +571,4 @@ function concat(chunks: readonly Uint8Array[]): Uint8Array {
     offset += chunk.byteLength;
   }
   return out;
-}
-
-function contentLength(headers: Headers): number | undefined {
-  const value = headers.get("content-length");
-  if (value === null || !/^\d{1,15}$/.test(value.trim())) return undefined;
-  return Number(value.trim());
 }

@@ -77,6 +77,15 @@ const HEADER_BYTES = 10;
  */
 export const MAX_MESSAGE_BYTES = 8 * (MAX_DATA_CHUNK + HEADER_BYTES + 4);
 export const MAX_STREAM_ID = 0xffffffff;
+/** Statuses whose responses have no body, whatever their headers say. */
+export const NULL_BODY_STATUSES: ReadonlySet<number> = new Set([101, 204, 205, 304]);
+
+/** A content-length header's value as a byte count: 1–15 digits (surrounding spaces allowed), else undefined. */
+export function parseContentLength(value: string | null | undefined): number | undefined {
+  const trimmed = value?.trim();
+  return trimmed !== undefined && /^\d{1,15}$/.test(trimmed) ? Number(trimmed) : undefined;
+}
+
 /** Longest reset message (characters); StreamCore.reset cuts a longer one. */
 export const MAX_RESET_MESSAGE = 4096;
 

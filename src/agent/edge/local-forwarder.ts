@@ -15,6 +15,8 @@ import {
   HOP_BY_HOP_HEADERS,
   INITIAL_STREAM_WINDOW,
   MAX_DATA_CHUNK,
+  NULL_BODY_STATUSES,
+  parseContentLength,
   ResetCode,
   sendableCloseCode,
   type Frame,
@@ -81,8 +83,6 @@ const keepAlive = { http: new http.Agent(agentOptions), https: new https.Agent(a
  * those to the local service, so a POST never goes out on a connection the edge is closing.
  */
 const edgeAgentOptions = { keepAlive: true, timeout: IDLE_LOCAL_CONNECTION_MS };
-/** Statuses whose responses have no body (and so never go through a body channel). */
-const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 /** Most of an edge's refusal of a body channel read, and of its reason kept for the reset message. */
 const REFUSAL_BYTES = 4096;
 const REFUSAL_REASON_CHARS = 300;
@@ -390,10 +390,8 @@ export class LocalForwarder {
   private channelFor(stream: AgentStream, response: http.IncomingMessage, status: number): { target: BodyChannelTarget; length: number } | undefined {
     const target = this.options.bodyChannel?.();
     if (!target || NULL_BODY_STATUSES.has(status) || status < 200 || stream.method.toUpperCase() === "HEAD") return undefined;
-    const declared = response.headers["content-length"];
-    if (declared === undefined || !/^\d{1,15}$/.test(declared)) return undefined;
-    const length = Number(declared);
-    return length >= BODY_CHANNEL_MIN_BYTES && length <= target.maxBytes ? { target, length } : undefined;
+    const length = parseContentLength(response.headers["content-length"]);
+    return length !== undefined && length >= BODY_CHANNEL_MIN_BYTES && length <= target.maxBytes ? { target, length } : undefined;
   }
 
   /**

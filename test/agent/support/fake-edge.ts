@@ -259,20 +259,24 @@ export class FakeEdge {
   }
 
   /** The body channel POST for `stream`, waiting for it to end. */
-  async channelPost(stream: number, timeoutMs = 10_000): Promise<ChannelPost> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const post = this.channelPosts.find((each) => each.url.searchParams.get("stream") === String(stream));
-      if (post) return post;
-      if (Date.now() > deadline) throw new Error(`no body channel POST for stream ${stream} within ${timeoutMs} ms`);
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, Math.max(1, deadline - Date.now()));
-        this.postWaiters.push(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
-    }
+  channelPost(stream: number, timeoutMs = 10_000): Promise<ChannelPost> {
+    const find = () => this.channelPosts.find((each) => each.url.searchParams.get("stream") === String(stream));
+    return new Promise((resolve, reject) => {
+      // a ceiling on the wait, set once; nothing compares clock readings
+      let waiting = true;
+      const timer = setTimeout(() => {
+        waiting = false;
+        reject(new Error(`no body channel POST for stream ${stream} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const check = () => {
+        if (!waiting) return;
+        const post = find();
+        if (!post) return void this.postWaiters.push(check);
+        clearTimeout(timer);
+        resolve(post);
+      };
+      check();
+    });
   }
 
   /** The newest session, waiting for one if none is connected yet (or none after `after`). */
