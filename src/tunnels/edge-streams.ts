@@ -529,15 +529,11 @@ export class EdgeStreams {
  * Reads a request body a frame's worth (`size`) at a time where the runtime allows it: a byte stream read into a
  * buffer of that size hands over what has arrived, up to that, where its default reader hands over the
  * runtime's own small pieces (4 KiB each for a request body in workerd: a 10 MiB upload became ~2,600 data
- * frames and messages, and bench:tunnel's uploads ran at ~0.05 × the origin route). A byte stream is read
+ * frames and messages, and bench:tunnel's uploads ran at ~0.05 × the origin route). Each read gets a fresh
+ * buffer: a data frame sent uncopied may still be held by the runtime after `WebSocket.send` returns (reading
+ * into two buffers in turn corrupted concurrent uploads in test/e2e/inspect.e2e.test.ts). A byte stream is read
  * DATA_FRAME_HEADROOM bytes into its buffer (`headroom`), so its data frame is encoded there and sent
  * uncopied: copying each 64 KiB into a message was ~20 % of workerd's time in bench:tunnel-profile's uploads.
- * Two buffers are read into in turn, not a fresh one per read: 10 MiB of new buffers per 10 MiB upload kept the
- * isolate's collector busy, and more so once earlier traffic had grown its heap (workerd CPU per upload 15.8 →
- * 8.3 ms on a fresh edge, 20–29 → 14–18 ms after small-request load). A read's frames are all handed to the
- * outbox before the next read starts, and the outbox copies them into their message (or `WebSocket.send` copies
- * a message of one frame) in a microtask that runs before that next read resolves: the buffer of two reads ago
- * is free again.
  */
 function bodyReader(
   body: ReadableStream<Uint8Array>,
@@ -555,16 +551,7 @@ function bodyReader(
   }
   if (byob) {
     const reader = byob;
-    const buffers: Array<ArrayBufferLike | undefined> = [undefined, undefined];
-    let turn = 0;
-    const read = async () => {
-      const slot = turn;
-      turn ^= 1;
-      const buffer = buffers[slot] ?? new ArrayBuffer(DATA_FRAME_HEADROOM + size);
-      const result = (await reader.read(new Uint8Array(buffer, DATA_FRAME_HEADROOM, size))) as ReadableStreamReadResult<Uint8Array>;
-      buffers[slot] = result.value?.buffer;
-      return result;
-    };
+    const read = () => reader.read(new Uint8Array(DATA_FRAME_HEADROOM + size).subarray(DATA_FRAME_HEADROOM)) as Promise<ReadableStreamReadResult<Uint8Array>>;
     return { reader, read, headroom: true };
   }
   const reader = body.getReader();
