@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { HEAP_FLOOR_FLAG } from "../bin/relaunch.mjs";
 import { bundleWorker } from "./bundle.ts";
 import { hostWorker } from "./workerd.ts";
 import { startTunnelUpstream } from "./tunnel-upstream.ts";
@@ -34,7 +35,8 @@ const host = await hostWorker({
   persistDir: join(dir, "state"),
   vars: { ORIGIN: upstream.url },
 });
-const agent = spawn(process.execPath, ["--import", "tsx", join(ROOT, "bench/peer/relay-shapes/agent.ts"), host.url, String(upstream.port)], {
+// The heap floor Tollgate's agent runs with (bin/relaunch.mjs).
+const agent = spawn(process.execPath, [HEAP_FLOOR_FLAG, "--import", "tsx", join(ROOT, "bench/peer/relay-shapes/agent.ts"), host.url, String(upstream.port)], {
   stdio: ["ignore", "pipe", "inherit"],
 });
 await new Promise<void>((resolve, reject) => {
