@@ -28,8 +28,8 @@ function readStat(pid: number): ProcStat | undefined {
   }
 }
 
-/** Pids of the children of `parent` (this process by default) whose command name is `comm`. */
-export function childProcesses(comm: string, parent: number = process.pid): number[] {
+/** Pids of this process's children whose command name is `comm`. */
+export function childProcesses(comm: string): number[] {
   let entries: string[];
   try {
     entries = readdirSync("/proc");
@@ -41,7 +41,7 @@ export function childProcesses(comm: string, parent: number = process.pid): numb
     .map(Number)
     .filter((pid) => {
       const stat = readStat(pid);
-      return stat !== undefined && stat.ppid === parent && stat.comm === comm;
+      return stat !== undefined && stat.ppid === process.pid && stat.comm === comm;
     });
 }
 

@@ -13,7 +13,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { HEAP_FLOOR_FLAG } from "../bin/relaunch.mjs";
 import { bundleWorker } from "./bundle.ts";
 import { hostWorker } from "./workerd.ts";
 import { startTunnelUpstream } from "./tunnel-upstream.ts";
@@ -35,8 +34,7 @@ const host = await hostWorker({
   persistDir: join(dir, "state"),
   vars: { ORIGIN: upstream.url },
 });
-// The heap floor Tollgate's agent runs with (bin/relaunch.mjs).
-const agent = spawn(process.execPath, [HEAP_FLOOR_FLAG, "--import", "tsx", join(ROOT, "bench/peer/relay-shapes/agent.ts"), host.url, String(upstream.port)], {
+const agent = spawn(process.execPath, ["--import", "tsx", join(ROOT, "bench/peer/relay-shapes/agent.ts"), host.url, String(upstream.port)], {
   stdio: ["ignore", "pipe", "inherit"],
 });
 await new Promise<void>((resolve, reject) => {

@@ -1,12 +1,11 @@
 /**
- * The agent of the tunnel benchmark: the CLI (`tollgate agent http <port>`) as a user runs it, connected to the
- * bench edge; `pid` is the Node process that relays (the child bin/relaunch.mjs starts). BENCH_AGENT_NODE_ARGS adds Node options (e.g. `--cpu-prof`).
+ * The agent of the tunnel benchmark: the CLI (`tollgate agent http <port>`) in its own Node process, as a
+ * user runs it, connected to the bench edge. BENCH_AGENT_NODE_ARGS adds Node options (e.g. `--cpu-prof`).
  */
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { childProcesses } from "./process-cpu.ts";
 
 export interface BenchAgent {
   readonly pid: number;
@@ -46,10 +45,8 @@ export async function startBenchAgent(edgeUrl: string, localPort: number): Promi
     });
     agent.once("exit", (code) => reject(new Error(`the agent exited with ${code}`)));
   });
-  // The command runs in a child Node it starts with a heap floor (bin/relaunch.mjs): that child is the agent.
-  const [relaunched] = childProcesses("node", agent.pid!);
   return {
-    pid: relaunched ?? agent.pid!,
+    pid: agent.pid!,
     publicUrl,
     close: async () => {
       if (agent.exitCode === null) agent.kill("SIGINT");

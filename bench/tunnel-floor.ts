@@ -11,7 +11,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { HEAP_FLOOR_FLAG } from "../bin/relaunch.mjs";
 import { bundleWorker } from "./bundle.ts";
 import { hostWorker } from "./workerd.ts";
 import { childProcesses } from "./process-cpu.ts";
@@ -39,9 +38,7 @@ export async function startRelayFloor(upstreamUrl: string, upstreamPort: number)
     vars: { ORIGIN: upstreamUrl },
   });
   const started = childProcesses("workerd").filter((pid) => !before.has(pid));
-  // The same heap floor as Tollgate's agent runs with (bin/relaunch.mjs): a relay of large bodies in Node needs it
-  // as much, and the floor is the least any relay costs, not a relay held back by its collector.
-  const agent = spawn(process.execPath, [HEAP_FLOOR_FLAG, "--import", "tsx", join(ROOT, "bench/peer/relay-floor/agent.ts"), host.url, String(upstreamPort)], {
+  const agent = spawn(process.execPath, ["--import", "tsx", join(ROOT, "bench/peer/relay-floor/agent.ts"), host.url, String(upstreamPort)], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   const exited = new Promise<void>((resolve) => agent.once("exit", () => resolve()));

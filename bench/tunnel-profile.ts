@@ -6,7 +6,7 @@
  */
 
 import autocannon from "autocannon";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startBenchAgent } from "./tunnel-agent.ts";
@@ -60,10 +60,7 @@ for (const workload of workloads) {
     await edge.close();
     await upstream.close();
   }
-  // Two profiles: the command's launcher and the child that relays (bin/relaunch.mjs); the relay's is the larger.
-  const agentFile = readdirSync(dir)
-    .filter((name) => name.endsWith(".cpuprofile"))
-    .sort((a, b) => statSync(join(dir, b)).size - statSync(join(dir, a)).size)[0];
+  const agentFile = readdirSync(dir).find((name) => name.endsWith(".cpuprofile"));
   print(`${workload} (${done} under the profilers): workerd self time`, edgeProfile);
   if (agentFile)
     print(`${workload}: agent self time (whole process life, start-up included)`, JSON.parse(readFileSync(join(dir, agentFile), "utf8")) as Profile);

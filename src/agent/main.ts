@@ -12,12 +12,6 @@ export async function main(): Promise<void> {
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
-  // Started by bin/relaunch.mjs: its end of the IPC channel closes when it dies, even by SIGKILL; stop as on Ctrl-C.
-  // The channel itself must not keep this process alive.
-  if (process.channel) {
-    process.channel.unref();
-    process.once("disconnect", onSignal);
-  }
   const code = await runCli(process.argv.slice(2), {
     stdout: process.stdout,
     stderr: process.stderr,

@@ -226,8 +226,7 @@ describe("the tollgate CLI", () => {
       expect((await fetchPublic(edge.url, publicUrl, "/via-cli")).status).toBe(200);
       expect(await onlineIds()).toContain(tunnelId);
 
-      // Ctrl-Z: the command stops the child that relays along with itself (bin/relaunch.mjs); SIGSTOP would stop only the command.
-      cli.kill("SIGTSTP");
+      cli.kill("SIGSTOP");
       // Three missed heartbeats take it offline; the poll's ceiling is generous for a busy machine.
       await expect.poll(onlineIds, { timeout: 20_000, interval: MANAGEMENT_POLL_MS }).not.toContain(tunnelId);
       expect((await fetchPublic(edge.url, publicUrl, "/")).status).toBe(404);
