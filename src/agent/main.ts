@@ -2,8 +2,10 @@
 
 import { basename } from "node:path";
 import { runCli } from "./cli.ts";
+import { growHeapSteadily } from "./heap-growth.ts";
 
 export async function main(): Promise<void> {
+  growHeapSteadily();
   const controller = new AbortController();
   let interrupted = 0;
   const onSignal = () => {
