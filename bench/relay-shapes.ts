@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { HEAP_GROWING_FLAG } from "../src/agent/heap-growth.ts";
 import { bundleWorker } from "./bundle.ts";
 import { hostWorker } from "./workerd.ts";
 import { startTunnelUpstream } from "./tunnel-upstream.ts";
@@ -34,7 +35,8 @@ const host = await hostWorker({
   persistDir: join(dir, "state"),
   vars: { ORIGIN: upstream.url },
 });
-const agent = spawn(process.execPath, ["--import", "tsx", join(ROOT, "bench/peer/relay-shapes/agent.ts"), host.url, String(upstream.port)], {
+// The heap growth Tollgate's agent sets (src/agent/heap-growth.ts), as an option: the peer stays a bare agent.
+const agent = spawn(process.execPath, [HEAP_GROWING_FLAG, "--import", "tsx", join(ROOT, "bench/peer/relay-shapes/agent.ts"), host.url, String(upstream.port)], {
   stdio: ["ignore", "pipe", "inherit"],
 });
 await new Promise<void>((resolve, reject) => {

@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { HEAP_GROWING_FLAG } from "../src/agent/heap-growth.ts";
 import { bundleWorker } from "./bundle.ts";
 import { hostWorker } from "./workerd.ts";
 import { childProcesses } from "./process-cpu.ts";
@@ -38,7 +39,8 @@ export async function startRelayFloor(upstreamUrl: string, upstreamPort: number)
     vars: { ORIGIN: upstreamUrl },
   });
   const started = childProcesses("workerd").filter((pid) => !before.has(pid));
-  const agent = spawn(process.execPath, ["--import", "tsx", join(ROOT, "bench/peer/relay-floor/agent.ts"), host.url, String(upstreamPort)], {
+  // The heap growth Tollgate's agent sets (src/agent/heap-growth.ts), as an option: the floor stays a bare agent.
+  const agent = spawn(process.execPath, [HEAP_GROWING_FLAG, "--import", "tsx", join(ROOT, "bench/peer/relay-floor/agent.ts"), host.url, String(upstreamPort)], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   const exited = new Promise<void>((resolve) => agent.once("exit", () => resolve()));

@@ -12,7 +12,8 @@
 
 import { setFlagsFromString } from "node:v8";
 
-const HEAP_GROWING_FLAG = "--heap-growing-percent=300";
+/** Also a Node command-line option: the bench starts its bare peer agents with it. */
+export const HEAP_GROWING_FLAG = "--heap-growing-percent=300";
 
 export function growHeapSteadily(): void {
   setFlagsFromString(HEAP_GROWING_FLAG);

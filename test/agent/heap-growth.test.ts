@@ -1,6 +1,6 @@
 /**
- * The agent sets V8's heap growth once at start (src/agent/heap-growth.ts). These tests run a real Node with V8's
- * GC trace and read the factor of every old-generation limit it sets. `--optimize-for-size` puts V8 in the slow
+ * The agent sets V8's heap growth once at start (src/agent/heap-growth.ts). The test runs a real Node with V8's
+ * GC trace and reads the factor of every old-generation limit it sets. `--optimize-for-size` puts V8 in the slow
  * growth it also falls into after the agent has sat idle (a limit of 1.1 × what is live), so the effect shows
  * without waiting for V8's memory reducer.
  */

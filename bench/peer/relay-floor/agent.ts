@@ -7,10 +7,6 @@
 
 import { Agent, request, type ClientRequest } from "node:http";
 import WebSocket from "ws";
-import { growHeapSteadily } from "../../../src/agent/heap-growth.ts";
-
-// The same heap growth as the agent (src/agent/heap-growth.ts): the floor measures the relay, not V8's idle mode.
-growHeapSteadily();
 
 const [edgeUrl, localPort] = process.argv.slice(2);
 if (!edgeUrl || !localPort) throw new Error("usage: agent.ts <edge url> <local port>");
