@@ -2,30 +2,73 @@
  * TunnelHost: one Durable Object per public host label, naming the tunnel that serves it. Public requests
  * resolve their host here (then go straight to the session); starting a tunnel claims its label under the
  * rules of host-claims.ts (owned by its account, with a grace period after the tunnel goes offline).
+ *
+ * A Durable Object runs other calls while one awaits another object, so a claim that asks the holder's
+ * session decides only on the record it reads after that answer, and only if the record is still the one it
+ * asked about; otherwise it starts over. A refusal writes nothing but the release it noticed, onto that record.
  */
 
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
-import { decideClaim, HOST_GRACE_MS, isExpired, releaseClaim, type HostClaim, type HostRecord } from "./host-claims.ts";
+import {
+  decideClaim,
+  HOST_GRACE_MS,
+  isExpired,
+  needsHolderCheck,
+  releaseClaim,
+  sameRecord,
+  type ClaimDecision,
+  type HostClaim,
+  type HostRecord,
+} from "./host-claims.ts";
 
-export type ClaimResult = { ok: true } | { ok: false; reason: string };
+/** `random`: the label stays one the edge chose at random (it needs no quota hold while offline). */
+export type ClaimResult = { ok: true; random: boolean } | { ok: false; reason: string };
+
+/** What the holder's session said: online, offline, or it could not be asked (that is no evidence of offline). */
+type HolderState = "online" | "offline" | "unknown";
 
 const RECORD_KEY = "host";
+/** Decisions a claim may start over because the record changed while it asked the holder; then it gives up. */
+export const MAX_CLAIM_ROUNDS = 4;
 
 export class TunnelHost extends DurableObject<Env> {
   async claim(claim: HostClaim): Promise<ClaimResult> {
-    const record = this.record();
-    const online = record && record.releasedAt === undefined && record.claim.tunnelId !== claim.tunnelId ? await this.holderIsOnline(record.claim) : false;
-    const decision = decideClaim(record, claim, () => online, Date.now());
-    if (decision.record) this.save(decision.record);
-    return decision.ok ? { ok: true } : { ok: false, reason: decision.reason };
+    for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
+      const seen = this.record();
+      if (!needsHolderCheck(seen, claim)) return this.settle(decideClaim(seen, claim, () => false, Date.now()));
+      const holder = await this.holderState(seen.claim);
+      // Other claims and releases ran while this one waited: decide only on the record the answer was about.
+      if (!sameRecord(seen, this.record())) continue;
+      if (holder === "unknown") return { ok: false, reason: "is held by a tunnel whose session could not be asked; try again" };
+      return this.settle(decideClaim(seen, claim, () => holder === "online", Date.now()));
+    }
+    return { ok: false, reason: "is being claimed by other tunnels at this moment; try again" };
   }
 
-  /** Marks the host offline if `tunnelId` still holds it; its account keeps it for the grace period. */
-  async release(tunnelId: string): Promise<void> {
+  /**
+   * Takes `tunnelId` off the host if it still holds it: at once (`free`, the tunnel was stopped on purpose) or
+   * into its account's grace period (its session ended).
+   */
+  async release(tunnelId: string, free = false): Promise<void> {
     const record = this.record();
+    if (free) {
+      if (record?.claim.tunnelId === tunnelId) this.ctx.storage.kv.delete(RECORD_KEY);
+      return;
+    }
     const released = releaseClaim(record, tunnelId, Date.now());
     if (released && released !== record) this.save(released);
+  }
+
+  /**
+   * A session renewing its tunnel: true while `tunnelId` holds the host, which is marked online again if a
+   * claim had found its session unreachable; false when another tunnel holds it now.
+   */
+  reassert(tunnelId: string): boolean {
+    const record = this.record();
+    if (record?.claim.tunnelId !== tunnelId) return false;
+    if (record.releasedAt !== undefined) this.save({ claim: record.claim });
+    return true;
   }
 
   /** The claim of the tunnel serving this host right now, if any. */
@@ -39,6 +82,15 @@ export class TunnelHost extends DurableObject<Env> {
     if (record && isExpired(record, Date.now())) this.ctx.storage.kv.delete(RECORD_KEY);
   }
 
+  private settle(decision: ClaimDecision): ClaimResult {
+    if (decision.ok) {
+      this.save(decision.record);
+      return { ok: true, random: decision.record.claim.random === true };
+    }
+    if (decision.noticed) this.save(decision.noticed);
+    return { ok: false, reason: decision.reason };
+  }
+
   private record(): HostRecord | undefined {
     return this.ctx.storage.kv.get<HostRecord>(RECORD_KEY);
   }
@@ -49,12 +101,12 @@ export class TunnelHost extends DurableObject<Env> {
     if (record.releasedAt !== undefined) void this.ctx.storage.setAlarm(record.releasedAt + HOST_GRACE_MS);
   }
 
-  private async holderIsOnline(holder: HostClaim): Promise<boolean> {
+  private async holderState(holder: HostClaim): Promise<HolderState> {
     try {
       const session = this.env.TUNNEL_SESSION.get(this.env.TUNNEL_SESSION.idFromName(holder.sessionId));
-      return await session.servesTunnel(holder.tunnelId);
+      return (await session.servesTunnel(holder.tunnelId)) ? "online" : "offline";
     } catch {
-      return false;
+      return "unknown";
     }
   }
 }

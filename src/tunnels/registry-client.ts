@@ -87,21 +87,34 @@ export async function addOnlineTunnel(env: Env, accountId: string, sessionId: st
 
 /**
  * Takes the listed tunnels of a session offline, or all of them and the session record (the session
- * ended); their host labels stay held for `graceMs`.
+ * ended); the host labels of `reservedTunnelIds` stay held for `graceMs`, the others are released at once.
  */
-export async function removeOnlineTunnels(env: Env, accountId: string, sessionId: string, tunnelIds?: readonly string[], graceMs = 0): Promise<void> {
-  await registry(env, accountId).remove(sessionId, tunnelIds, graceMs);
+export async function removeOnlineTunnels(
+  env: Env,
+  accountId: string,
+  sessionId: string,
+  tunnelIds?: readonly string[],
+  reservedTunnelIds: readonly string[] = [],
+  graceMs = 0,
+): Promise<void> {
+  await registry(env, accountId).remove(sessionId, tunnelIds, reservedTunnelIds, graceMs);
 }
 
-/** Counts a host label against the account's quota; false when the account holds `limit` others already. */
+/**
+ * A host hold: granted, or refused with the labels the account holds, how many of them are kept for tunnels
+ * that went offline, and when the first of those frees up (absent when all are online).
+ */
+export type HoldResult = { readonly ok: true } | { readonly ok: false; readonly held: number; readonly offline: number; readonly freesAt?: number };
+
+/** Counts a host label against the account's quota; refused when the account holds `limit` others already. */
 export async function holdHost(
   env: Env,
   accountId: string,
   hold: { label: string; tunnelId: string; sessionId: string },
   limit: number,
   leaseMs: number,
-): Promise<boolean> {
-  return registry(env, accountId).holdHost(hold.label, hold.tunnelId, hold.sessionId, limit, leaseMs);
+): Promise<HoldResult> {
+  return (await registry(env, accountId).holdHost(hold.label, hold.tunnelId, hold.sessionId, limit, leaseMs)) as HoldResult;
 }
 
 export async function forgetHost(env: Env, accountId: string, label: string, tunnelId: string): Promise<void> {

@@ -7,7 +7,7 @@
 
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
-import type { TunnelRecord, TunnelSessionPage, TunnelSessionRecord } from "./registry-client.ts";
+import type { HoldResult, TunnelRecord, TunnelSessionPage, TunnelSessionRecord } from "./registry-client.ts";
 
 const SCHEMA_VERSION = 3;
 
@@ -93,22 +93,28 @@ export class TunnelRegistry extends DurableObject<Env> {
 
   /**
    * Takes tunnels of `sessionId` offline: the listed ones, or all of them together with the session itself
-   * (the session ended). Their host labels stay counted against the account's quota for `graceMs` (the
-   * time only this account may claim them again).
+   * (the session ended). Their host labels stop counting against the account's quota at once, except those of
+   * `reservedTunnelIds`, which stay counted for `graceMs` (the time only this account may claim them again).
    */
-  remove(sessionId: string, tunnelIds?: readonly string[], graceMs = 0): number {
+  remove(sessionId: string, tunnelIds?: readonly string[], reservedTunnelIds: readonly string[] = [], graceMs = 0): number {
     const sql = this.ctx.storage.sql;
-    const heldUntil = Date.now() + graceMs;
+    const now = Date.now();
+    const ids =
+      tunnelIds ??
+      sql
+        .exec<{ tunnel_id: string }>("SELECT tunnel_id FROM held_hosts WHERE session_id = ?", sessionId)
+        .toArray()
+        .map((row) => row.tunnel_id);
+    const reserved = new Set(reservedTunnelIds);
+    for (const id of ids) {
+      sql.exec("UPDATE held_hosts SET held_until = ? WHERE session_id = ? AND tunnel_id = ?", reserved.has(id) ? now + graceMs : now, sessionId, id);
+    }
     if (!tunnelIds) {
       sql.exec("DELETE FROM sessions WHERE id = ?", sessionId);
-      sql.exec("UPDATE held_hosts SET held_until = ? WHERE session_id = ?", heldUntil, sessionId);
       return sql.exec("DELETE FROM tunnels WHERE session_id = ?", sessionId).rowsWritten;
     }
     let removed = 0;
-    for (const id of tunnelIds) {
-      sql.exec("UPDATE held_hosts SET held_until = ? WHERE session_id = ? AND tunnel_id = ?", heldUntil, sessionId, id);
-      removed += sql.exec("DELETE FROM tunnels WHERE session_id = ? AND id = ?", sessionId, id).rowsWritten;
-    }
+    for (const id of tunnelIds) removed += sql.exec("DELETE FROM tunnels WHERE session_id = ? AND id = ?", sessionId, id).rowsWritten;
     return removed;
   }
 
@@ -135,16 +141,26 @@ export class TunnelRegistry extends DurableObject<Env> {
 
   /**
    * Counts `label` as held by the account for a tunnel of `sessionId` (leased for `leaseMs`, renewed with the
-   * session), unless the account already holds `limit` other labels. Answers whether it may go on.
+   * session), unless the account already holds `limit` other labels; then says what they are and when the
+   * first one held for a tunnel that went offline frees up.
    */
-  holdHost(label: string, tunnelId: string, sessionId: string, limit: number, leaseMs: number): boolean {
+  holdHost(label: string, tunnelId: string, sessionId: string, limit: number, leaseMs: number): HoldResult {
     const sql = this.ctx.storage.sql;
     const now = Date.now();
     sql.exec("DELETE FROM held_hosts WHERE held_until <= ?", now);
-    const others = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM held_hosts WHERE label != ?", label).toArray()[0].n;
-    if (others >= limit) return false;
-    sql.exec("INSERT OR REPLACE INTO held_hosts (label, tunnel_id, session_id, held_until) VALUES (?, ?, ?, ?)", label, tunnelId, sessionId, now + leaseMs);
-    return true;
+    const others = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM held_hosts WHERE label != ?", label).one().n;
+    if (others < limit) {
+      sql.exec("INSERT OR REPLACE INTO held_hosts (label, tunnel_id, session_id, held_until) VALUES (?, ?, ?, ?)", label, tunnelId, sessionId, now + leaseMs);
+      return { ok: true };
+    }
+    const offline = sql
+      .exec<{ n: number; first: number | null }>(
+        "SELECT COUNT(*) AS n, MIN(held_until) AS first FROM held_hosts WHERE label != ? AND tunnel_id NOT IN (SELECT id FROM tunnels WHERE lease_until > ?)",
+        label,
+        now,
+      )
+      .one();
+    return { ok: false, held: others, offline: offline.n, ...(offline.first !== null ? { freesAt: offline.first } : {}) };
   }
 
   /** Forgets a hold whose claim did not go through. */

@@ -33,6 +33,8 @@ export interface SessionTunnel {
   readonly name: string;
   /** Public host label, for endpoint tunnels. */
   readonly label?: string;
+  /** The label was chosen by the edge at random, not asked for as a subdomain. */
+  readonly random?: boolean;
 }
 
 const META_KEY = "meta";

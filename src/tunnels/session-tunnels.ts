@@ -20,6 +20,7 @@ import {
   removeTunnelSession,
   renewOnlineTunnels,
   tunnelSessionRecord,
+  type HoldResult,
   type TunnelRecord,
 } from "./registry-client.ts";
 import { LEASE_HEARTBEATS } from "./session-liveness.ts";
@@ -38,7 +39,7 @@ export interface SessionTunnelsOptions {
   disconnectTraffic(tunnelId: string): void;
 }
 
-type ClaimOutcome = { ok: true; label: string } | { ok: false; code: string; message: string };
+type ClaimOutcome = { ok: true; label: string; random: boolean } | { ok: false; code: string; message: string };
 
 export class SessionTunnels {
   constructor(private readonly options: SessionTunnelsOptions) {}
@@ -51,9 +52,25 @@ export class SessionTunnels {
     if (!this.options.connected()) await removeTunnelSession(env, meta.accountId, meta.sessionId);
   }
 
-  /** Keeps the session and its tunnels listed for another lease. */
+  /**
+   * Keeps the session and its tunnels listed for another lease, and re-asserts each tunnel's host: a claim
+   * that could not reach this session may have marked it offline. A tunnel whose host another tunnel holds
+   * now is stopped, and the agent told why.
+   */
   async renew(meta: SessionMeta): Promise<void> {
-    await renewOnlineTunnels(this.options.env, meta.accountId, meta.sessionId, leaseMs(meta));
+    const { env, store } = this.options;
+    const labelled = store.tunnels().filter((tunnel) => tunnel.label);
+    const [, ...held] = await Promise.allSettled([
+      renewOnlineTunnels(env, meta.accountId, meta.sessionId, leaseMs(meta)),
+      ...labelled.map((tunnel) => hostObject(env, tunnel.label!).reassert(tunnel.id)),
+    ]);
+    for (const [index, state] of held.entries()) {
+      if (state.status !== "fulfilled" || state.value) continue;
+      const tunnel = labelled[index];
+      if (!store.tunnel(tunnel.id)) continue; // stopped meanwhile
+      await this.drop(meta, tunnel);
+      this.options.send({ type: "tunnel_stopped", tunnel_id: tunnel.id, reason: `its host name '${tunnel.label}' is served by another tunnel now` });
+    }
   }
 
   async start(frame: FrameOf<"start_tunnel">): Promise<void> {
@@ -72,14 +89,22 @@ export class SessionTunnels {
     store.saveTunnel({ id, name: spec.name });
     let record: TunnelRecord;
     let label: string | undefined;
+    let random = false;
     if (spec.kind === "endpoint") {
-      const claim: HostClaim = { accountId: meta.accountId, sessionId: meta.sessionId, tunnelId: id, trafficPolicy: spec.trafficPolicy };
+      const claim: HostClaim = {
+        accountId: meta.accountId,
+        sessionId: meta.sessionId,
+        tunnelId: id,
+        trafficPolicy: spec.trafficPolicy,
+        random: !spec.subdomain,
+      };
       const claimed = await this.claimHost(meta, claim, spec.subdomain);
       if (!claimed.ok) {
         store.deleteTunnel(id);
         return failed(claimed.code, claimed.message);
       }
       label = claimed.label;
+      random = claimed.random;
       record = {
         ...base,
         public_url: publicUrl(label, meta.domain, meta.publicBase),
@@ -95,7 +120,7 @@ export class SessionTunnels {
         ...(spec.metadata !== undefined ? { metadata: spec.metadata } : {}),
       };
     }
-    const tunnel: SessionTunnel = { id, name: spec.name, label };
+    const tunnel: SessionTunnel = { id, name: spec.name, label, ...(random ? { random } : {}) };
     store.saveTunnel(tunnel);
     await addOnlineTunnel(env, meta.accountId, meta.sessionId, record, leaseMs(meta));
     if (!this.options.connected()) {
@@ -122,16 +147,22 @@ export class SessionTunnels {
     });
   }
 
-  /** Takes every tunnel of the session offline and forgets the session (its registry record too). */
+  /**
+   * Takes every tunnel of the session offline and forgets the session (its registry record too). Its hosts
+   * stay reserved for the account for the grace period, but only chosen subdomains keep counting against its
+   * quota: a random label is unguessable, so nobody else could take it anyway.
+   */
   async endSession(): Promise<void> {
     const { store, env } = this.options;
     const meta = store.meta();
     const tunnels = store.tunnels();
     store.forgetSession();
     if (!meta) return;
+    const labelled = tunnels.filter((tunnel) => tunnel.label);
+    const chosen = labelled.filter((tunnel) => !tunnel.random).map((tunnel) => tunnel.id);
     await Promise.allSettled([
-      ...tunnels.filter((tunnel) => tunnel.label).map((tunnel) => hostObject(env, tunnel.label!).release(tunnel.id)),
-      removeOnlineTunnels(env, meta.accountId, meta.sessionId, undefined, HOST_GRACE_MS),
+      ...labelled.map((tunnel) => hostObject(env, tunnel.label!).release(tunnel.id)),
+      removeOnlineTunnels(env, meta.accountId, meta.sessionId, undefined, chosen, HOST_GRACE_MS),
     ]);
   }
 
@@ -152,15 +183,10 @@ export class SessionTunnels {
     let refusal = "";
     for (const label of candidates) {
       const hold = { label, tunnelId: claim.tunnelId, sessionId: meta.sessionId };
-      if (!(await holdHost(env, meta.accountId, hold, MAX_HOSTS_PER_ACCOUNT, leaseMs(meta)))) {
-        return {
-          ok: false,
-          code: TunnelFailure.hostQuotaExceeded,
-          message: `the account already holds ${MAX_HOSTS_PER_ACCOUNT} host names (its online tunnels, and for ${HOST_GRACE_MS / 60_000} minutes those of tunnels that went offline); stop a tunnel first`,
-        };
-      }
+      const held = await holdHost(env, meta.accountId, hold, MAX_HOSTS_PER_ACCOUNT, leaseMs(meta));
+      if (!held.ok) return { ok: false, code: TunnelFailure.hostQuotaExceeded, message: quotaMessage(held, Date.now()) };
       const result = await hostObject(env, label).claim(claim);
-      if (result.ok) return { ok: true, label };
+      if (result.ok) return { ok: true, label, random: result.random };
       await forgetHost(env, meta.accountId, label, claim.tunnelId);
       refusal = result.reason;
     }
@@ -171,15 +197,25 @@ export class SessionTunnels {
     };
   }
 
+  /** Takes one tunnel offline on purpose: its host label is free at once, for anyone. */
   private async drop(meta: SessionMeta, tunnel: SessionTunnel): Promise<void> {
     const { store, env } = this.options;
     store.deleteTunnel(tunnel.id);
     this.options.disconnectTraffic(tunnel.id);
     await Promise.allSettled([
-      tunnel.label ? hostObject(env, tunnel.label).release(tunnel.id) : Promise.resolve(),
-      removeOnlineTunnels(env, meta.accountId, meta.sessionId, [tunnel.id], HOST_GRACE_MS),
+      tunnel.label ? hostObject(env, tunnel.label).release(tunnel.id, true) : Promise.resolve(),
+      removeOnlineTunnels(env, meta.accountId, meta.sessionId, [tunnel.id]),
     ]);
   }
+}
+
+/** Why a host hold was refused, and when the quota frees up (if waiting helps). */
+function quotaMessage(held: Exclude<HoldResult, { ok: true }>, now: number): string {
+  const online = held.held - held.offline;
+  const head = `the account already holds ${held.held} host names, the most it may (${online} of online tunnels, ${held.offline} kept after their tunnels went offline)`;
+  if (held.freesAt === undefined) return `${head}; stop one of its tunnels first`;
+  const seconds = Math.max(1, Math.ceil((held.freesAt - now) / 1000));
+  return `${head}; the next one frees up at ${new Date(held.freesAt).toISOString()} (in ${seconds} s), or stop one of its tunnels`;
 }
 
 function leaseMs(meta: SessionMeta): number {

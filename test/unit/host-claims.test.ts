@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { decideClaim, HOST_GRACE_MS, isExpired, releaseClaim, type HostClaim } from "../../src/tunnels/host-claims.ts";
+import { decideClaim, HOST_GRACE_MS, isExpired, needsHolderCheck, releaseClaim, sameRecord, type HostClaim } from "../../src/tunnels/host-claims.ts";
 import { isReservedLabel } from "../../src/tunnels/hostnames.ts";
 
 const claimOf = (accountId: string, tunnelId: string): HostClaim => ({ accountId, sessionId: `ts_${tunnelId}`, tunnelId });
@@ -31,7 +31,39 @@ describe("who may claim a host label", () => {
 
   it("a holder found offline without having said so (the edge died) starts its grace when first noticed", () => {
     const decision = decideClaim({ claim: claimOf("acct_a", "tn_1") }, claimOf("acct_b", "tn_2"), offline, 5_000);
-    expect(decision).toMatchObject({ ok: false, record: { claim: claimOf("acct_a", "tn_1"), releasedAt: 5_000 } });
+    expect(decision).toMatchObject({ ok: false, noticed: { claim: claimOf("acct_a", "tn_1"), releasedAt: 5_000 } });
+  });
+
+  it("a refusal on a record that was already released notices nothing, so nothing is written", () => {
+    const released = { claim: claimOf("acct_a", "tn_1"), releasedAt: 1_000 };
+    const decision = decideClaim(released, claimOf("acct_b", "tn_2"), offline, 2_000);
+    expect(decision.ok).toBe(false);
+    expect(decision).not.toHaveProperty("noticed");
+  });
+
+  it("the holder is asked only while the record says it is online and another tunnel claims", () => {
+    const record = { claim: claimOf("acct_a", "tn_1") };
+    expect(needsHolderCheck(record, claimOf("acct_b", "tn_2"))).toBe(true);
+    expect(needsHolderCheck(record, claimOf("acct_a", "tn_1"))).toBe(false);
+    expect(needsHolderCheck({ ...record, releasedAt: 1 }, claimOf("acct_b", "tn_2"))).toBe(false);
+    expect(needsHolderCheck(undefined, claimOf("acct_b", "tn_2"))).toBe(false);
+  });
+
+  it("records are the same only with the same holder in the same state", () => {
+    const record = { claim: claimOf("acct_a", "tn_1") };
+    expect(sameRecord(record, { claim: claimOf("acct_a", "tn_1") })).toBe(true);
+    expect(sameRecord(record, { claim: claimOf("acct_a", "tn_1"), releasedAt: 5 })).toBe(false);
+    expect(sameRecord(record, { claim: claimOf("acct_a", "tn_2") })).toBe(false);
+    expect(sameRecord(record, undefined)).toBe(false);
+    expect(sameRecord(undefined, undefined)).toBe(true);
+  });
+
+  it("the same account taking back a random label keeps it random", () => {
+    const released = { claim: { ...claimOf("acct_a", "tn_1"), random: true }, releasedAt: 0 };
+    expect(decideClaim(released, claimOf("acct_a", "tn_2"), offline, 1)).toEqual({
+      ok: true,
+      record: { claim: { ...claimOf("acct_a", "tn_2"), random: true } },
+    });
   });
 
   it("a release by a tunnel that no longer holds the label changes nothing", () => {

@@ -16,6 +16,8 @@ export const TEST_KEYS = {
   devClient: { account: "acct_dev", key: "tgk_test_dev_client_0000000000000000" },
   /** Another account, for isolation tests. */
   other: { account: "acct_other", key: "tgk_test_other_account_000000000000" },
+  /** An account whose host quota a test fills on purpose. */
+  quota: { account: "acct_quota", key: "tgk_test_quota_account_000000000000" },
 } as const;
 
 export type TestKeyName = keyof typeof TEST_KEYS;
