@@ -1,15 +1,22 @@
 /** `tollgate http <addr>` and `tollgate agent http <addr>`: one http tunnel from the command line. */
 
-import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { compilePolicy } from "../../policy/compile.ts";
 import { readSource } from "../../policy/source.ts";
 import { fromZodIssues } from "../../policy/zod-issues.ts";
+import { readBoundedFile } from "../settings/bounded-file.ts";
 import { defaultConfigFile } from "../settings/default-config.ts";
 import { tunnelDefinitionSchema, tunnelNameSchema } from "../settings/schema.ts";
 import { resolveSettings } from "./agent-settings.ts";
 import { error, issuesText, type Command, type CommandEnvironment, type FlagValues } from "./command.ts";
 import { outputPlan } from "./output.ts";
+
+/**
+ * Largest --traffic-policy-file read (bytes). The policy it holds must serialize to at most MAX_POLICY_BYTES
+ * (16 KiB) of JSON; its YAML text may run longer with comments, indentation and block scalars, so 4 × that.
+ * A file past this cannot be a policy the edge takes unless it is mostly comments.
+ */
+const MAX_TRAFFIC_POLICY_FILE_BYTES = 64 * 1024;
 
 export async function httpCommand(
   args: readonly string[],
@@ -36,13 +43,9 @@ export async function httpCommand(
   }
   if (values["traffic-policy-file"] !== undefined) {
     const policyFile = resolve(cwd, values["traffic-policy-file"]);
-    let text: string;
-    try {
-      text = await readFile(policyFile, "utf8");
-    } catch (failure) {
-      return error(`${policyFile}: cannot read the traffic policy file: ${(failure as Error).message}`);
-    }
-    const source = readSource(text, policyFile);
+    const read = await readBoundedFile(policyFile, MAX_TRAFFIC_POLICY_FILE_BYTES, "traffic policy file");
+    if (!read.ok) return error(`${policyFile}: ${read.message}`);
+    const source = readSource(read.text, policyFile);
     if (!source.ok) return error(issuesText(source.issues));
     const compiled = compilePolicy(source.document.value, { file: policyFile, lineOf: source.document.lineOf });
     if (!compiled.ok) return error(issuesText(compiled.issues));

@@ -1,16 +1,16 @@
 /** Reads and validates agent config files (Tollgate's, ngrok v2 or v3); every problem comes back with file, line and key path. */
 
-import { open } from "node:fs/promises";
 import { compilePolicy } from "../../policy/compile.ts";
 import { formatIssue, type PathSegment, type PolicyIssue } from "../../policy/issues.ts";
 import { readSource } from "../../policy/source.ts";
 import { fromZodIssues } from "../../policy/zod-issues.ts";
+import { readBoundedFile } from "./bounded-file.ts";
 import { translateConfig, type ConfigFormat } from "./ngrok-config.ts";
 import { agentConfigSchema, namedTunnelDefinitionSchema, type AgentConfig, type NamedTunnelDefinition } from "./schema.ts";
 
 export type ConfigResult = { ok: true; config: AgentConfig } | { ok: false; issues: PolicyIssue[] };
 
-/** Largest config file read (bytes). */
+/** Largest config file read (bytes); also the largest `authtoken` writes, so `start` can read back what it saved. */
 export const MAX_CONFIG_FILE_BYTES = 1024 * 1024;
 /** Most config files one command line may merge (`--config` repeated or comma-separated). */
 export const MAX_CONFIG_FILES = 8;
@@ -71,22 +71,9 @@ export type ConfigFileResult = { ok: true; file: ConfigFile } | { ok: false; iss
 
 /** Reads one config file, maps an ngrok file onto Tollgate's shape and validates it, with every problem located. */
 export async function readConfigFile(file: string): Promise<ConfigFileResult> {
-  let text: string;
-  try {
-    const handle = await open(file, "r");
-    try {
-      const { size } = await handle.stat();
-      if (size > MAX_CONFIG_FILE_BYTES)
-        return { ok: false, issues: [{ file, path: [], message: `the config file is larger than ${MAX_CONFIG_FILE_BYTES} bytes` }] };
-      text = await handle.readFile("utf8");
-    } finally {
-      await handle.close();
-    }
-  } catch (error) {
-    const reason = (error as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (error as Error).message;
-    return { ok: false, issues: [{ file, path: [], message: `cannot read the config file: ${reason}` }] };
-  }
-  const source = readSource(text, file);
+  const read = await readBoundedFile(file, MAX_CONFIG_FILE_BYTES, "config file");
+  if (!read.ok) return { ok: false, issues: [{ file, path: [], message: read.message }] };
+  const source = readSource(read.text, file);
   if (!source.ok) return source;
   const { lineOf } = source.document;
   const translation = translateConfig(source.document.value);
