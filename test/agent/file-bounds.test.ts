@@ -1,9 +1,10 @@
 import { execFileSync } from "node:child_process";
 import { closeSync, constants, mkdtempSync, openSync } from "node:fs";
-import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
+import { lstat, mkdir, mkdtemp, readdir, readFile, readlink, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { parse } from "yaml";
 import { runCli } from "../../src/agent/cli.ts";
 import { buildCommand } from "../../src/agent/commands/build-command.ts";
 
@@ -137,5 +138,88 @@ describe("--traffic-policy-file", () => {
     const dir = await dirWith({ "at.yml": sized("inbound: []\n", POLICY_BOUND), "over.yml": sized("inbound: []\n", POLICY_BOUND + 1) });
     expect(await policyError("at.yml", dir)).toBe("run");
     expect(await policyError("over.yml", dir)).toBe(`${join(dir, "over.yml")}: the traffic policy file exceeds the limit of ${POLICY_BOUND} bytes`);
+  });
+});
+
+describe("authtoken on a hostile config file", () => {
+  it.skipIf(!canMkfifo)("a FIFO is refused, exit 1 (skipped where mkfifo is missing)", async () => {
+    const dir = await dirWith();
+    const fifo = await fifoIn(dir);
+    const { code, err } = await run(["authtoken", "tok", "--config", fifo], dir);
+    expect(err).toBe(`tollgate: ${fifo}: cannot read the config file: is a FIFO (named pipe), not a regular file\n`);
+    expect(code).toBe(1);
+  });
+
+  it("a file one byte over the bound is refused and left alone", async () => {
+    const text = sized("version: 2\n", CONFIG_BOUND + 1);
+    const dir = await dirWith({ "ngrok.yml": text });
+    const { code, err } = await run(["authtoken", "tok", "--config", "ngrok.yml"], dir);
+    expect(err).toBe(`tollgate: ${join(dir, "ngrok.yml")}: the config file exceeds the limit of ${CONFIG_BOUND} bytes\n`);
+    expect(code).toBe(1);
+    expect(await readFile(join(dir, "ngrok.yml"), "utf8")).toBe(text);
+  });
+
+  it("a file the token would push past the bound is left alone (start could not read it back)", async () => {
+    const text = sized("version: 2\n", CONFIG_BOUND);
+    const dir = await dirWith({ "ngrok.yml": text });
+    const { code, err } = await run(["authtoken", "tok", "--config", "ngrok.yml"], dir);
+    expect(err).toBe(`tollgate: ${join(dir, "ngrok.yml")}: with the authtoken the config file would exceed the limit of ${CONFIG_BOUND} bytes; not changed\n`);
+    expect(code).toBe(1);
+    expect(await readFile(join(dir, "ngrok.yml"), "utf8")).toBe(text);
+  });
+
+  it("a YAML alias bomb gets config check's located error, exit 1, not a stack trace", async () => {
+    // Each line names the one before ten times: 10^5 values from five short lines.
+    const tens = (alias: string) => `[${Array(10).fill(alias).join(", ")}]`;
+    const bomb = `a: &a ${tens("x")}\nb: &b ${tens("*a")}\nc: &c ${tens("*b")}\nd: &d ${tens("*c")}\ne: ${tens("*d")}\n`;
+    const dir = await dirWith({ "ngrok.yml": bomb });
+    const file = join(dir, "ngrok.yml");
+    const check = await run(["config", "check", "--config", "ngrok.yml"], dir);
+    expect(check.err).toBe(`tollgate: ${file}: invalid YAML: Excessive alias count indicates a resource exhaustion attack\n`);
+    const saved = await run(["authtoken", "tok", "--config", "ngrok.yml"], dir);
+    expect(saved.err).toBe(check.err);
+    expect(saved.code).toBe(1);
+  });
+});
+
+describe("authtoken's write", () => {
+  it("a symlink planted at the old predictable temporary name is not followed: the victim is untouched, the config written", async () => {
+    const dir = await dirWith({ "ngrok.yml": "version: 2\n" });
+    const victim = join(await dirWith({ "theirs.txt": "someone else's\n" }), "theirs.txt");
+    const planted = join(dir, `ngrok.yml.${process.pid}.tmp`);
+    await symlink(victim, planted);
+    const { code, err } = await run(["authtoken", "tok", "--config", "ngrok.yml"], dir);
+    expect(err).toBe("");
+    expect(code).toBe(0);
+    expect(await readFile(victim, "utf8")).toBe("someone else's\n");
+    const config = join(dir, "ngrok.yml");
+    expect((await lstat(config)).isFile()).toBe(true);
+    expect(parse(await readFile(config, "utf8"))).toEqual({ version: 2, authtoken: "tok" });
+    expect((await stat(config)).mode & 0o777).toBe(0o600);
+    // Nothing left behind but the planted link itself.
+    expect((await readdir(dir)).sort()).toEqual(["ngrok.yml", `ngrok.yml.${process.pid}.tmp`]);
+  });
+
+  it("a symlinked config stays a symlink: the token is written into the link's target", async () => {
+    const dotfiles = await dirWith({ "agent.yml": "# mine\nversion: 2\n" });
+    const dir = await dirWith();
+    await symlink(join(dotfiles, "agent.yml"), join(dir, "ngrok.yml"));
+    const { code } = await run(["config", "add-authtoken", "tok", "--config", "ngrok.yml"], dir);
+    expect(code).toBe(0);
+    expect(await readlink(join(dir, "ngrok.yml"))).toBe(join(dotfiles, "agent.yml"));
+    expect(await readFile(join(dotfiles, "agent.yml"), "utf8")).toBe("# mine\nversion: 2\nauthtoken: tok\n");
+    expect(await readdir(dotfiles)).toEqual(["agent.yml"]);
+    expect(await readdir(dir)).toEqual(["ngrok.yml"]);
+  });
+
+  it("a symlink to nothing is refused rather than replaced by a file", async () => {
+    const dir = await dirWith();
+    await symlink(join(dir, "gone", "agent.yml"), join(dir, "ngrok.yml"));
+    const { code, err } = await run(["authtoken", "tok", "--config", "ngrok.yml"], dir);
+    expect(err).toBe(
+      `tollgate: ${join(dir, "ngrok.yml")}: cannot write the config file: it is a symbolic link to ${join(dir, "gone", "agent.yml")}, which does not exist\n`,
+    );
+    expect(code).toBe(1);
+    expect(await readlink(join(dir, "ngrok.yml"))).toBe(join(dir, "gone", "agent.yml"));
   });
 });
