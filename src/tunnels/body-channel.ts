@@ -69,14 +69,32 @@ export async function routeBodyChannel(request: Request, env: Env, url: URL): Pr
   // The body goes through a pipe this handler owns: when the object answers before reading all of it (a
   // refusal), the pipe ends with the object's answer instead of the runtime reading the request after it
   // was answered (an uncaught exception in the Worker for every refusal).
-  const pipe = new IdentityTransformStream();
+  // A POST that breaks off must reach the object as a failure, never as a shorter body or one that just stops:
+  // the object then resets the stream and aborts the public client's body (protocol.ts, "Body channels").
+  // Its connection failing ("Network connection lost" under wrangler dev) left the pipe's far end open, and
+  // the object waited on it: the public client held a 200 with part of the body until it gave up (over 90 s).
+  // So the subrequest is cancelled then, which the object reads as its request body failing. A body that ends
+  // early without an error (how the Vitest integration hands it over) fails the pipe's length instead.
+  const pipe = new FixedLengthStream(length);
   const stop = new AbortController();
-  const carried = request.body.pipeTo(pipe.writable, { signal: stop.signal, preventAbort: true }).catch(() => undefined);
-  const answer = await env.TUNNEL_SESSION.get(id).fetch(`https://tunnel-session${BODY_PATH}?stream=${stream}`, {
-    method: "POST",
-    headers,
-    body: pipe.readable,
+  const broken = new AbortController();
+  const carried = request.body.pipeTo(pipe.writable, { signal: stop.signal, preventAbort: true }).catch((error: unknown) => {
+    if (!stop.signal.aborted) broken.abort(error);
   });
+  let answer: Response;
+  try {
+    answer = await env.TUNNEL_SESSION.get(id).fetch(`https://tunnel-session${BODY_PATH}?stream=${stream}`, {
+      method: "POST",
+      headers,
+      body: pipe.readable,
+      signal: broken.signal,
+    });
+  } catch (error) {
+    if (!broken.signal.aborted) throw error;
+    // the agent's connection is gone: nothing reads this answer
+    const reason: unknown = broken.signal.reason;
+    return refuse(409, `The body channel's POST broke off: ${reason instanceof Error ? reason.message : String(reason)}`);
+  }
   stop.abort();
   await carried;
   return answer;

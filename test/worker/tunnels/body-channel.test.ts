@@ -1,5 +1,6 @@
-import { SELF } from "cloudflare:test";
+import { env, SELF } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
+import { routeBodyChannel } from "../../../src/tunnels/body-channel.ts";
 import { AGENT_BODY_PATH, BODY_CHANNEL_MAX_BYTES, type FrameOf } from "../../../src/tunnels/protocol.ts";
 import { connectAgent, publicFetch, type FakeAgent } from "./fake-agent.ts";
 
@@ -314,6 +315,47 @@ describe("body channels", () => {
     const answer = await posted;
     expect(answer.status).toBe(409);
     expect(await agent.next("reset", (frame) => frame.stream === head.stream)).toMatchObject({ code: "cancelled" });
+  });
+
+  it("reset the stream when the POST breaks off midway: the client's body fails at once, the agent gets a reset", async () => {
+    const { agent, channel, head, held, posted, reader } = await channelInFlight("/broken", 100_000, bytesOf(1000));
+    expect((await reader.read()).done).toBe(false);
+    // the agent's connection resets with 99,000 bytes still to come
+    held.controller.error(new Error("connection reset"));
+    await expect(reader.read()).rejects.toThrow();
+    expect(await agent.next("reset", (frame) => frame.stream === head.stream)).toMatchObject({
+      code: "cancelled",
+      message: expect.stringContaining("the response body broke off"),
+    });
+    await posted.catch(() => undefined);
+    // the stream is over at the edge
+    expect(await errorOf(await postBody(channel, head.stream, "x"))).toMatchObject({ status: 404, msg: expect.stringContaining("is not open") });
+  });
+
+  it("reset the stream when the POST's connection fails midway: the Worker passes the failure on to the session", async () => {
+    // Here the Worker's request body fails, as a reset connection does under wrangler dev (the integration above
+    // hands it over as an early end instead), so the Worker's route is called with such a body.
+    const { agent, tunnel, channel } = await tunnelWithChannel();
+    const pending = publicFetch(tunnel.public_url!, "/reset-connection");
+    const head = await agent.next("request_head");
+    agent.send(channelHead(head, 100_000));
+    const held = heldStream(bytesOf(1000));
+    const url = new URL(`http://127.0.0.1:8787${AGENT_BODY_PATH}?object=${channel.object}&stream=${head.stream}`);
+    const request = new Request(url, {
+      method: "POST",
+      headers: { authorization: `Bearer ${channel.token}`, "content-length": "100000" },
+      body: held.stream,
+    });
+    const posted = routeBodyChannel(request, env, url);
+    const reader = (await pending).body!.getReader();
+    expect((await reader.read()).done).toBe(false);
+    held.controller.error(new Error("read ECONNRESET"));
+    await expect(reader.read()).rejects.toThrow();
+    expect(await agent.next("reset", (frame) => frame.stream === head.stream)).toMatchObject({
+      code: "cancelled",
+      message: expect.stringContaining("the response body broke off"),
+    });
+    expect(await errorOf(await posted)).toMatchObject({ status: 409, msg: "The body channel's POST broke off: read ECONNRESET" });
   });
 
   it("fail a body in flight with the session: the POST is refused once the agent's connection is gone", async () => {
