@@ -2,6 +2,7 @@
 
 import type { Env } from "../env.ts";
 import { ErrorCode, ServiceError } from "../errors.ts";
+import { EvaluationBudget } from "../policy/evaluation-budget.ts";
 import { runPhase } from "../policy/evaluate.ts";
 import { initialVars, type ActionServices, type AfterResponse, type Exchange, type ExchangeRequest } from "../policy/exchange.ts";
 import type { PolicyTarget } from "../policy/target.ts";
@@ -71,6 +72,7 @@ export async function runThroughPolicy(
     clientIp: clientIp(request),
     request: new ExchangeRequestView(request, url),
     vars: initialVars(),
+    budget: new EvaluationBudget(),
   };
   // INGRESS_ID when configured; else the data center, remembered per isolate (reading request.cf is costly).
   const ingress = env.INGRESS_ID || isolate.buckets.ingress.of(() => ingressId(env, request));

@@ -7,8 +7,10 @@ import { celEnv, celFunc, CelScalar, isCelError, listType, parse, plan, type Cel
 import { strings } from "@bufbuild/cel/ext";
 import ipaddr from "ipaddr.js";
 import type { Exchange, Phase } from "./exchange.ts";
+import { activation } from "./cel-activation.ts";
+import { linearFunctions } from "./cel-linear.ts";
+import { meteredEnv, meterIterations } from "./cel-meter.ts";
 import { checkExpressionCost, checkExpressionText } from "./expression-cost.ts";
-import { MAX_REGEX_WORK_PER_REQUEST } from "./limits.ts";
 import type { CompiledPattern } from "./regex.ts";
 
 /**
@@ -17,26 +19,14 @@ import type { CompiledPattern } from "./regex.ts";
  */
 let current: { exchange: Exchange; patterns: ReadonlyMap<string, CompiledPattern> } | undefined;
 
-/**
- * Regex work done for each request so far (text characters × pattern instructions). Keyed weakly by the
- * request's exchange, so it holds nothing once the request is gone.
- */
-const regexWork = new WeakMap<Exchange, number>();
-
-/** matches() through the patterns compiled at load, metered per request. */
+/** matches() through the patterns compiled at load, metered per request (the check comes before the work). */
 function meteredPattern(source: string) {
   const evaluation = current;
   const pattern = evaluation?.patterns.get(source);
   if (!evaluation || !pattern) throw new Error(`pattern ${JSON.stringify(source)} was not compiled when the policy loaded`);
   return {
     test(text: string): boolean {
-      const work = (regexWork.get(evaluation.exchange) ?? 0) + text.length * pattern.instructions;
-      if (work > MAX_REGEX_WORK_PER_REQUEST) {
-        throw new Error(
-          `matches() exceeds the limit of ${MAX_REGEX_WORK_PER_REQUEST} units of regex work per request (text characters × pattern instructions)`,
-        );
-      }
-      regexWork.set(evaluation.exchange, work);
+      evaluation.exchange.budget.chargeRegex(text.length * pattern.instructions);
       return pattern.test(text);
     },
   };
@@ -87,7 +77,9 @@ const macros = [
 ];
 
 // The cost model admits only literal patterns, compiled at load: the regex engine only looks them up.
-const env = celEnv({ funcs: [...strings, ...macros], re2: { compile: meteredPattern } });
+const env = celEnv({ funcs: [...strings, ...linearFunctions, ...macros], re2: { compile: meteredPattern } });
+/** The same functions, each call charged to the budget of the request being evaluated. */
+const metered = meteredEnv(env, () => current?.exchange.budget);
 
 /** Functions the planner implements itself rather than through the function registry. */
 const PLANNER_BUILTINS = new Set(["_&&_", "_||_", "_?_:_", "_[_]", "_[?_]", "_?._", "@not_strictly_false"]);
@@ -226,7 +218,7 @@ export function compileExpression(source: string, phase: Phase): CompileExpressi
   if (!cost.ok) return { ok: false, message: cost.message };
   const problem = checkExpr(parsed.expr, phase, new Set());
   if (problem) return { ok: false, message: `invalid CEL: ${problem}` };
-  const program = plan(env, parsed);
+  const program = plan(metered, { ...parsed, expr: meterIterations(parsed.expr) });
   const patterns = cost.patterns;
   return {
     ok: true,
@@ -247,61 +239,4 @@ export function compileExpression(source: string, phase: Phase): CompileExpressi
       },
     },
   };
-}
-
-function headerMap(headers: Headers): Map<string, string[]> {
-  const map = new Map<string, string[]>();
-  // Iteration yields each set-cookie separately and every other name once (joined); keep them all.
-  for (const [name, value] of headers) map.set(name, [...(map.get(name) ?? []), value]);
-  return map;
-}
-
-function activation(exchange: Exchange) {
-  const { request, response, vars } = exchange;
-  const rateLimit = vars.rate_limit;
-  const bindings: Record<string, Map<string, unknown>> = {
-    req: new Map<string, unknown>([
-      ["method", request.method],
-      ["host", request.host],
-      [
-        "url",
-        new Map([
-          ["path", request.url.pathname],
-          ["query", request.url.search.replace(/^\?/, "")],
-          ["raw", request.url.pathname + request.url.search],
-        ]),
-      ],
-      ["headers", headerMap(request.headers)],
-    ]),
-    conn: new Map([["client_ip", exchange.clientIp]]),
-    actions: new Map([
-      [
-        "svc",
-        new Map([
-          [
-            "rate_limit",
-            new Map<string, unknown>([
-              ["bucket_key", rateLimit.bucket_key],
-              ["limited", rateLimit.limited],
-              [
-                "error",
-                new Map([
-                  ["code", rateLimit.error.code],
-                  ["message", rateLimit.error.message],
-                ]),
-              ],
-            ]),
-          ],
-          ["restrict_ips", new Map([["denied", vars.restrict_ips.denied]])],
-        ]),
-      ],
-    ]),
-  };
-  if (response) {
-    bindings.res = new Map<string, unknown>([
-      ["status_code", BigInt(response.status)],
-      ["headers", headerMap(response.headers)],
-    ]);
-  }
-  return bindings as never;
 }

@@ -1,6 +1,7 @@
 /** The request/response pair a traffic policy acts on, as plain values the engine can read and change. */
 
 import type { WindowDecision, WindowSpec } from "../limiter/sliding-window.ts";
+import type { EvaluationBudget } from "./evaluation-budget.ts";
 
 /** The two phases, by their canonical names (documents may call them on_http_request / on_http_response). */
 export type Phase = "inbound" | "outbound";
@@ -64,6 +65,8 @@ export interface Exchange {
   readonly request: ExchangeRequest;
   response?: ExchangeResponse;
   readonly vars: ActionVars;
+  /** The work this request's policies may still do (CEL, regex, log output), shared by both phases. */
+  readonly budget: EvaluationBudget;
   /** RateLimit header members collected by rate-limit actions with `ratelimit_headers: true`, in order. */
   rateLimitFields?: RateLimitField[];
 }

@@ -43,8 +43,3 @@ export const MAX_REGEX_REPEAT = 100;
 export const MAX_REGEX_DFA_STATES = 64;
 /** matches() calls of one policy (each pattern is compiled and kept with the policy). */
 export const MAX_PATTERNS_PER_POLICY = 16;
-/**
- * Regex work one request may cause, in text characters × pattern instructions (RE2JS's worst case is about
- * 45 ns a unit, so this is ~25 ms). Past it, matches() is an evaluation error: the expression fails.
- */
-export const MAX_REGEX_WORK_PER_REQUEST = 512 * 1024;

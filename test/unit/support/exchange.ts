@@ -1,5 +1,6 @@
 /** Builds the exchanges the policy engine evaluates, with defaults for everything a test does not care about. */
 
+import { EvaluationBudget } from "../../../src/policy/evaluation-budget.ts";
 import { initialVars, type Exchange } from "../../../src/policy/exchange.ts";
 
 export interface ExchangeOptions {
@@ -9,6 +10,7 @@ export interface ExchangeOptions {
   readonly clientIp?: string;
   readonly scope?: string;
   readonly response?: { readonly status: number; readonly headers?: HeadersInit };
+  readonly budget?: EvaluationBudget;
 }
 
 export function makeExchange(options: ExchangeOptions = {}): Exchange {
@@ -19,5 +21,6 @@ export function makeExchange(options: ExchangeOptions = {}): Exchange {
     request: { method: options.method ?? "GET", url, host: url.hostname, headers: new Headers(options.headers) },
     response: options.response && { status: options.response.status, headers: new Headers(options.response.headers) },
     vars: initialVars(),
+    budget: options.budget ?? new EvaluationBudget(),
   };
 }
