@@ -8,6 +8,7 @@ import { RouteModulesCache } from "./gateway/modules/route-modules.ts";
 import { handleGatewayRequest, runThroughPolicy, type IsolateState } from "./gateway/pipeline.ts";
 import type { UpstreamHandlers } from "./gateway/upstream.ts";
 import { IsolateBuckets } from "./limiter/isolate-buckets.ts";
+import { ExpressionErrorLog } from "./policy/expression-error-log.ts";
 import { createManagementApp } from "./management/app.ts";
 import { getRouteModules } from "./management/edge-routes.ts";
 import { authenticateApiKey } from "./management/auth.ts";
@@ -23,6 +24,7 @@ const isolate: IsolateState = {
   buckets: new IsolateBuckets(),
   routeModules: new RouteModulesCache(),
   breakers: new BreakerMemory(),
+  expressionErrors: new ExpressionErrorLog(),
 };
 
 /** Tunnels reach the gateway's pipeline and the management API's keys only through what is handed in here. */

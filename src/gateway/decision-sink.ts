@@ -62,23 +62,26 @@ export function decisionSink({ ingress, log, dataset, write = (line) => console.
       if (event.outcome !== "limited" && event.outcome !== "shadow_limited") return;
       const verdict = log.decide(event.bucketId ?? `${event.scope}\u0000${event.action}`);
       if (!verdict.write) return;
-      write(
-        JSON.stringify({
-          event: "rate_limit",
-          outcome: event.outcome,
-          route: clip(event.scope),
-          action: clip(event.action),
-          bucket_key: clip(event.bucketKey),
-          enforce: event.enforce,
-          retry_after: event.retryAfter,
-          ingress: clip(ingress),
-          suppressed: verdict.suppressed,
-          ...(verdict.suppressedElsewhere > 0 ? { suppressed_other_buckets: verdict.suppressedElsewhere } : {}),
-        }),
-      );
+      const line = JSON.stringify({
+        event: "rate_limit",
+        outcome: event.outcome,
+        route: clip(event.scope),
+        action: clip(event.action),
+        bucket_key: clip(event.bucketKey),
+        enforce: event.enforce,
+        retry_after: event.retryAfter,
+        ingress: clip(ingress),
+        suppressed: verdict.suppressed,
+        ...(verdict.suppressedElsewhere > 0 ? { suppressed_other_buckets: verdict.suppressedElsewhere } : {}),
+      });
+      log.spend(line.length);
+      write(line);
     },
     log(record) {
-      write(JSON.stringify({ event: "traffic_policy.log", ingress: clip(ingress), ...record }));
+      const line = JSON.stringify({ event: "traffic_policy.log", ingress: clip(ingress), ...record });
+      const verdict = log.admitRecord(line.length);
+      if (!verdict.write) return;
+      write(verdict.dropped > 0 ? `${line.slice(0, -1)},"dropped_by_rate":${verdict.dropped}}` : line);
     },
   };
 }

@@ -3,7 +3,7 @@
 import type { Env } from "../env.ts";
 import { ErrorCode, ServiceError } from "../errors.ts";
 import { EvaluationBudget } from "../policy/evaluation-budget.ts";
-import { runPhase } from "../policy/evaluate.ts";
+import { runPhase, type EvaluationLog } from "../policy/evaluate.ts";
 import { initialVars, type ActionServices, type AfterResponse, type Exchange, type ExchangeRequest } from "../policy/exchange.ts";
 import type { PolicyTarget } from "../policy/target.ts";
 import type { IsolateBuckets } from "../limiter/isolate-buckets.ts";
@@ -29,6 +29,8 @@ export interface IsolateState {
   readonly buckets: IsolateBuckets;
   readonly routeModules: RouteModulesCache;
   readonly breakers: BreakerMemory;
+  /** Where expressions that fail at request time are logged, at a bounded rate. */
+  readonly expressionErrors: EvaluationLog;
 }
 
 /**
@@ -78,13 +80,13 @@ export async function runThroughPolicy(
   const ingress = env.INGRESS_ID || isolate.buckets.ingress.of(() => ingressId(env, request));
   const services: ActionServices = rateLimitServices(env, ingress, isolate.buckets);
 
-  const rejected = await runPhase(target.policy.inbound, exchange, services);
+  const rejected = await runPhase(target.policy.inbound, exchange, services, isolate.expressionErrors);
   if (rejected) return withRateLimitFields(rejected, exchange);
   const response = await target.forward(request, exchange);
   if (target.policy.outbound.length === 0 || response.webSocket) return withRateLimitFields(response, exchange);
 
   exchange.response = { status: response.status, headers: new Headers(response.headers) };
-  const replaced = await runPhase(target.policy.outbound, exchange, services);
+  const replaced = await runPhase(target.policy.outbound, exchange, services, isolate.expressionErrors);
   if (replaced) {
     await response.body?.cancel();
     return withRateLimitFields(replaced, exchange);

@@ -1,7 +1,9 @@
 /**
  * `log` (as ngrok's): writes one structured JSON line per execution with the configured `metadata`. String
  * values may interpolate variables, `${actions.svc.rate_limit.limited}`: the names are checked at load;
- * a value that is one variable alone keeps its type (a boolean stays a boolean).
+ * a value that is one variable alone keeps its type (a boolean stays a boolean). What one request may log is
+ * bounded by its EvaluationBudget: values are cut while they are put together, never joined in full first,
+ * and a record past the budget is dropped (counted in the next record the request writes).
  */
 
 import { z } from "zod";
@@ -46,20 +48,54 @@ function templateProblem(template: string, phase: Phase): string | undefined {
   return undefined;
 }
 
-/** One metadata value, compiled: a literal, one variable, or a template. */
-function compileValue(value: Scalar): (exchange: Exchange) => Scalar {
-  if (typeof value !== "string" || !value.includes("${")) return () => value;
+/** One metadata value, compiled: a literal, one variable, or a template; at most `max` characters of it. */
+type CompiledValue = (exchange: Exchange, max: number) => Scalar;
+
+function compileValue(value: Scalar): CompiledValue {
+  if (typeof value !== "string") return () => value;
+  if (!value.includes("${")) return (_exchange, max) => clip(value, max);
   const alone = /^\$\{([^}]*)\}$/.exec(value);
   if (alone) {
     const read = VARIABLES[alone[1].trim()].read;
-    return (exchange) => clip(read(exchange));
+    return (exchange, max) => clip(read(exchange), max);
   }
   const parts = value.split(PLACEHOLDER).map((part, index) => (index % 2 === 0 ? () => part : VARIABLES[part.trim()].read));
-  return (exchange) => clip(parts.map((read) => String(read(exchange))).join(""));
+  return (exchange, max) => {
+    let joined = "";
+    for (const read of parts) {
+      if (joined.length >= max) break;
+      joined += String(read(exchange)).slice(0, max - joined.length);
+    }
+    return joined;
+  };
 }
 
-function clip(value: Scalar): Scalar {
-  return typeof value === "string" && value.length > MAX_LOG_VALUE_CHARS ? value.slice(0, MAX_LOG_VALUE_CHARS) : value;
+function clip(value: Scalar, max: number): Scalar {
+  return typeof value === "string" && value.length > max ? value.slice(0, max) : value;
+}
+
+/**
+ * The record's metadata within the request's log budget: each value cut to what is left before it is put
+ * together, keys that no longer fit left out (`truncated`); undefined when not even one fits.
+ */
+function metadataWithin(
+  values: ReadonlyArray<readonly [string, CompiledValue]>,
+  exchange: Exchange,
+): { metadata: Record<string, Scalar>; truncated: boolean } | undefined {
+  // the braces of the JSON object
+  let left = exchange.budget.logBytesLeft() - 2;
+  const metadata: Record<string, Scalar> = {};
+  let written = 0;
+  for (const [key, read] of values) {
+    // quotes, colon and comma around the key, and the quotes of a string value
+    const room = left - (key.length + 6);
+    if (room <= 0) return written > 0 ? { metadata, truncated: true } : undefined;
+    const value = read(exchange, Math.min(MAX_LOG_VALUE_CHARS, room));
+    metadata[key] = value;
+    written++;
+    left -= key.length + 6 + (typeof value === "string" ? value.length : String(value).length);
+  }
+  return { metadata, truncated: false };
 }
 
 const metadataValue = z.union([z.string().max(MAX_LOG_VALUE_CHARS, `must be at most ${MAX_LOG_VALUE_CHARS} characters`), z.number(), z.boolean()], {
@@ -97,8 +133,23 @@ export const logAction = defineAction({
     return {
       type: "log",
       run(exchange, { decisions }) {
-        const metadata = Object.fromEntries(values.map(([key, read]) => [key, read(exchange)]));
-        const record = { route: exchange.scope, action: context.position, phase: context.phase, metadata };
+        const { budget } = exchange;
+        const within = metadataWithin(values, exchange);
+        const size = within && JSON.stringify(within.metadata).length;
+        if (!within || size === undefined || !budget.takeLogBytes(size)) {
+          budget.droppedLogRecords++;
+          return undefined;
+        }
+        const dropped = budget.droppedLogRecords;
+        budget.droppedLogRecords = 0;
+        const record = {
+          route: exchange.scope,
+          action: context.position,
+          phase: context.phase,
+          metadata: within.metadata,
+          ...(within.truncated ? { truncated: true } : {}),
+          ...(dropped > 0 ? { dropped_before: dropped } : {}),
+        };
         if (decisions) decisions.log(record);
         else console.log(JSON.stringify({ event: "traffic_policy.log", ...record }));
         return undefined;

@@ -3,6 +3,7 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import type { Env } from "../../../src/env.ts";
 import { loadGatewayConfig } from "../../../src/gateway/gateway-config.ts";
+import { ExpressionErrorLog } from "../../../src/policy/expression-error-log.ts";
 import { BreakerMemory } from "../../../src/gateway/modules/breaker-memory.ts";
 import { RouteModulesCache } from "../../../src/gateway/modules/route-modules.ts";
 import { handleGatewayRequest, type IsolateState } from "../../../src/gateway/pipeline.ts";
@@ -45,6 +46,7 @@ export function newIsolate(now?: () => number) {
     buckets: new IsolateBuckets({ now }),
     routeModules: new RouteModulesCache({ now }),
     breakers: new BreakerMemory({ now }),
+    expressionErrors: new ExpressionErrorLog({ now }),
   };
 }
 

@@ -1,0 +1,82 @@
+/**
+ * Logs expressions that fail at request time (an absent header indexed, a run-time budget spent) without
+ * turning traffic into a log flood: at most one line per expression per second, carrying how many failures
+ * of it went unlogged since, and at most MAX_ERROR_LINES_PER_SECOND lines a second from the whole isolate.
+ * Pure: the clock and the writer are injected; memory is bounded by expressions remembered.
+ */
+
+import type { CompiledEntry } from "./compile.ts";
+import type { EvaluationLog } from "./evaluate.ts";
+
+/** Lines one expression may write per second. */
+export const ERROR_LOG_INTERVAL_MS = 1000;
+/** Lines the isolate writes per second for all expressions together. */
+export const MAX_ERROR_LINES_PER_SECOND = 20;
+/** Expressions remembered (keyed by their compiled entry and text; least recently used forgotten first). */
+export const MAX_REMEMBERED_EXPRESSIONS = 1024;
+
+export interface ExpressionErrorLogOptions {
+  readonly now?: () => number;
+  readonly write?: (line: string) => void;
+}
+
+interface Memory {
+  lastAt: number;
+  suppressed: number;
+}
+
+export class ExpressionErrorLog implements EvaluationLog {
+  private readonly now: () => number;
+  private readonly write: (line: string) => void;
+  /** Per entry (a compiled policy's object, so a policy dropped from its cache is forgotten with it), per source. */
+  private readonly memories = new Map<string, Memory>();
+  private readonly ids = new WeakMap<CompiledEntry, number>();
+  private nextId = 0;
+  private second = -1;
+  private linesThisSecond = 0;
+
+  constructor({ now = Date.now, write = (line) => console.warn(line) }: ExpressionErrorLogOptions = {}) {
+    this.now = now;
+    this.write = write;
+  }
+
+  expressionError(entry: CompiledEntry, source: string, message: string): void {
+    const now = this.now();
+    const key = `${this.idOf(entry)}\u0000${source}`;
+    const memory = this.memories.get(key);
+    if (memory && now - memory.lastAt < ERROR_LOG_INTERVAL_MS) {
+      memory.suppressed++;
+      return;
+    }
+    const second = Math.floor(now / 1000);
+    if (second !== this.second) {
+      this.second = second;
+      this.linesThisSecond = 0;
+    }
+    if (this.linesThisSecond >= MAX_ERROR_LINES_PER_SECOND) {
+      if (memory) memory.suppressed++;
+      return;
+    }
+    this.linesThisSecond++;
+    const suppressed = memory?.suppressed ?? 0;
+    this.remember(key, { lastAt: now, suppressed: 0 });
+    const where = entry.name ? ` of entry ${JSON.stringify(entry.name)}` : "";
+    const since = suppressed > 0 ? ` (and ${suppressed} more times since its last line)` : "";
+    this.write(`traffic policy: expression ${JSON.stringify(source)}${where} failed (${message}); the entry is skipped${since}`);
+  }
+
+  private idOf(entry: CompiledEntry): number {
+    let id = this.ids.get(entry);
+    if (id === undefined) {
+      id = this.nextId++;
+      this.ids.set(entry, id);
+    }
+    return id;
+  }
+
+  private remember(key: string, memory: Memory): void {
+    this.memories.delete(key);
+    if (this.memories.size >= MAX_REMEMBERED_EXPRESSIONS) this.memories.delete(this.memories.keys().next().value!);
+    this.memories.set(key, memory);
+  }
+}
