@@ -154,6 +154,11 @@ export class EdgeStreams {
   /** Streams whose response body started in the current message: a larger window is offered at its end. */
   private readonly bodies = new Set<EdgeStream>();
   private readonly budget = new WindowBudget();
+  /**
+   * Streams whose end came but whose client has not taken all the body yet: up to their window is still held
+   * here, so they keep their boost and count as in flight until it is taken (stream-limits.ts).
+   */
+  private readonly draining = new Set<EdgeStream>();
 
   constructor(private readonly options: EdgeStreamsOptions) {}
 
@@ -163,6 +168,11 @@ export class EdgeStreams {
 
   get size(): number {
     return this.streams.size;
+  }
+
+  /** Streams that hold memory here: open ones, and ended ones whose client is still taking the body. */
+  get inFlight(): number {
+    return this.streams.size + this.draining.size;
   }
 
   has(id: number): boolean {
@@ -473,9 +483,16 @@ export class EdgeStreams {
     stream.ended = true;
     if (!stream.answered) return; // answered, whole, at the end of this message
     if (stream.closed) return;
+    const writer = stream.writer;
+    if (!writer) return this.finish(stream); // a response without a body (HEAD, 204, 304)
     // close() is queued behind the writes: it resolves once the client has taken the whole body.
-    this.finish(stream);
-    void stream.writer?.close().catch(() => undefined);
+    this.finish(stream, true);
+    this.draining.add(stream);
+    const drained = () => {
+      this.draining.delete(stream);
+      this.budget.release(stream);
+    };
+    void writer.close().then(drained, drained);
   }
 
   /** The edge ends a stream: tells the agent, then fails it locally. */
@@ -514,12 +531,13 @@ export class EdgeStreams {
     }
   }
 
-  private finish(stream: EdgeStream): void {
+  /** Ends a stream's exchange with the agent; a `draining` one keeps its boost until its client has the body. */
+  private finish(stream: EdgeStream, draining = false): void {
     stream.closed = true;
     this.streams.delete(stream.id);
     this.heads.delete(stream);
     this.bodies.delete(stream);
-    this.budget.release(stream);
+    if (!draining) this.budget.release(stream);
     stream.wake();
     void stream.requestReader?.cancel().catch(() => undefined);
   }

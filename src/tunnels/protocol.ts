@@ -284,6 +284,8 @@ export const ResetCode = {
   cancelled: "cancelled",
   /** The stream's tunnel is not open on this session. */
   unknownTunnel: "unknown_tunnel",
+  /** The agent already serves as many streams as it takes (an older edge answers it as any other reset). */
+  tooManyStreams: "too_many_streams",
   protocolError: "protocol_error",
 } as const;
 

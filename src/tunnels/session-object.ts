@@ -29,6 +29,7 @@ import { firstCheck, liveness } from "./session-liveness.ts";
 import { SessionStore, type SessionInfo, type SessionMeta } from "./session-store.ts";
 import { SessionTunnels } from "./session-tunnels.ts";
 import { StreamIds } from "./stream-ids.ts";
+import { MAX_SESSION_STREAMS, sessionBusy, sessionFull } from "./stream-limits.ts";
 
 export const CONNECT_PATH = "/connect";
 export const RELAY_PATH = "/relay";
@@ -63,7 +64,8 @@ export class TunnelSession extends DurableObject<Env> {
       sendEncoded: (encoded) => this.outbox.pushEncoded(encoded),
       allocateId: () => ids.allocate(),
       agentDataChunk: () => (this.agentDataChunk ??= this.store.meta()?.agentMaxDataChunk ?? MAX_DATA_CHUNK),
-      failureResponse: (failure, host) => streamFailure(failure.code, failure.message, host).toResponse(),
+      failureResponse: (failure, host) =>
+        (failure.code === ResetCode.tooManyStreams ? sessionBusy(host, failure.message) : streamFailure(failure.code, failure.message, host)).toResponse(),
       acceptWebSocket: (stream, request, headers) => this.publicSockets.accept(stream, request.tunnelId, headers),
       channelWaitMs: () => channelWaitMs(env),
     });
@@ -209,6 +211,11 @@ export class TunnelSession extends DurableObject<Env> {
     if (!this.socket() || !this.store.tunnel(tunnelId)) {
       await request.body?.cancel();
       return new Response(null, { status: 404, headers: { [OFFLINE_HEADER]: "1" } });
+    }
+    // Past the bound the agent is not asked: the client hears at once that the tunnel is busy.
+    if (this.streams.inFlight >= MAX_SESSION_STREAMS) {
+      await request.body?.cancel();
+      return sessionFull(url.searchParams.get("host") ?? "").toResponse();
     }
     return this.streams.open({
       tunnelId,

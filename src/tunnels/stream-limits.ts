@@ -1,0 +1,45 @@
+/**
+ * How many relayed requests one tunnel session carries at once at the edge, and what a public client gets
+ * past that. Each stream may make the session object hold a window of response body for a client that stopped
+ * reading, so the count bounds the object's memory; and each is a connection to the local service (and maybe a
+ * body channel) at the agent, so it bounds the agent's open files too.
+ */
+
+import { ServiceError } from "../errors.ts";
+import { ResetCode } from "./protocol.ts";
+
+/**
+ * Streams one session carries at once (HTTP requests in flight, and WebSocket upgrades until they are answered).
+ * A public client that stopped reading holds its stream's window at the edge: INITIAL_STREAM_WINDOW, 512 KiB
+ * (measured: 400 stalled readers of large bodies, +205 MB in the session object, ~0.5 MB each). 100 such streams
+ * hold ~51 MB, and the session's window boosts at most 16 MiB more (SESSION_BOOST_BUDGET): about half of a
+ * Durable Object's 128 MB, leaving the rest for request bodies being read and the object itself. 100 is also
+ * the fewest concurrent streams RFC 9113 advises an HTTP/2 server to allow one connection, so one browser's page
+ * load fits. The agent's own bound (MAX_AGENT_STREAMS) is above it, so a client meets this one first.
+ */
+export const MAX_SESSION_STREAMS = 100;
+
+/** Seconds a refused client is told to wait: a place frees as soon as any stream of the session ends. */
+export const BUSY_RETRY_AFTER_S = 1;
+
+/**
+ * The error number of a busy session: ngrok's ERR_NGROK_716 is a session's "simultaneous connections limit".
+ * It belongs with TunnelErrorCode in errors.ts (not this change's file to edit).
+ */
+export const BUSY_ERROR_CODE = 716;
+
+/** The public client's answer when the session (`reason`: why) takes no more streams now. */
+export function sessionBusy(host: string, reason: string, details: Record<string, unknown> = {}): ServiceError {
+  return new ServiceError(
+    503,
+    BUSY_ERROR_CODE,
+    `Tunnel ${host} is busy: ${reason}. Try again in a moment.`,
+    { host, reason: ResetCode.tooManyStreams, ...details },
+    { "retry-after": String(BUSY_RETRY_AFTER_S) },
+  );
+}
+
+/** The edge's own refusal: the session carries MAX_SESSION_STREAMS already. */
+export function sessionFull(host: string, limit: number = MAX_SESSION_STREAMS): ServiceError {
+  return sessionBusy(host, `its agent's session is carrying ${limit} requests at once, the most it takes`, { limit });
+}

@@ -1,0 +1,152 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { INITIAL_STREAM_WINDOW, ResetCode, type FrameOf } from "../../../src/tunnels/protocol.ts";
+import { MAX_SESSION_STREAMS } from "../../../src/tunnels/stream-limits.ts";
+import { connectAgent, publicFetch, type FakeAgent } from "./fake-agent.ts";
+
+const agents: FakeAgent[] = [];
+const heartbeats: Array<ReturnType<typeof setInterval>> = [];
+/** Ceiling for a hundred requests to reach the agent on a busy machine (not a speed requirement). */
+const HEADS_WITHIN_MS = 25_000;
+
+afterEach(() => {
+  for (const timer of heartbeats.splice(0)) clearInterval(timer);
+  for (const agent of agents.splice(0)) if (!agent.closed) agent.close();
+});
+
+/** A tunnel whose agent keeps its session alive: these tests may outlast three heartbeat intervals on a busy machine. */
+async function tunnel() {
+  const { agent } = await connectAgent();
+  agents.push(agent);
+  heartbeats.push(setInterval(() => agent.ping(), 1000));
+  return { agent, tunnel: await agent.startOk() };
+}
+
+function answer(agent: FakeAgent, head: FrameOf<"request_head">, body: string): void {
+  const bytes = new TextEncoder().encode(body);
+  agent.sendBatch([
+    { type: "response_head", stream: head.stream, status: 200, headers: [["content-type", "text/plain"]] },
+    { type: "data", stream: head.stream, seq: 0, bytes },
+    { type: "end", stream: head.stream, count: 1 },
+  ]);
+}
+
+async function envelope(response: Response) {
+  return { status: response.status, retryAfter: response.headers.get("retry-after"), body: (await response.json()) as Record<string, unknown> };
+}
+
+/** Opens `count` public requests the agent holds unanswered, and returns them with their heads. */
+async function heldRequests(agent: FakeAgent, publicUrl: string, count: number) {
+  const pending = Array.from({ length: count }, (_, i) => publicFetch(publicUrl, `/held/${i}`));
+  const heads: Array<FrameOf<"request_head">> = [];
+  for (let i = 0; i < count; i++) heads.push(await agent.next("request_head", () => true, HEADS_WITHIN_MS));
+  return { pending, heads };
+}
+
+describe("streams per session", { timeout: 60_000 }, () => {
+  it(`carry ${MAX_SESSION_STREAMS} requests at once; one more is answered 503 with retry-after, the agent is not asked, the others carry on`, async () => {
+    const { agent, tunnel: started } = await tunnel();
+    const host = new URL(started.public_url!).host;
+    const { pending, heads } = await heldRequests(agent, started.public_url!, MAX_SESSION_STREAMS);
+
+    const refused = await envelope(await publicFetch(started.public_url!, "/one-too-many"));
+    expect(refused).toMatchObject({
+      status: 503,
+      retryAfter: "1",
+      body: {
+        error_code: "ERR_SVC_716",
+        status_code: 503,
+        msg: `Tunnel ${host} is busy: its agent's session is carrying ${MAX_SESSION_STREAMS} requests at once, the most it takes. Try again in a moment.`,
+        details: { host, reason: "too_many_streams", limit: MAX_SESSION_STREAMS },
+      },
+    });
+
+    for (const head of heads) answer(agent, head, `answer ${head.target}`);
+    const bodies = await Promise.all(pending.map(async (response) => (await response).text()));
+    expect(bodies).toEqual(pending.map((_, i) => `answer /held/${i}`));
+
+    // with the streams done, the session takes requests again; the refused one never reached the agent (its head
+    // would have come before this one's)
+    const again = publicFetch(started.public_url!, "/again");
+    const head = await agent.next("request_head");
+    expect(head.target).toBe("/again");
+    answer(agent, head, "again");
+    expect(await (await again).text()).toBe("again");
+  });
+
+  it("free a place as soon as a stream ends: the next request goes to the agent", async () => {
+    const { agent, tunnel: started } = await tunnel();
+    const { pending, heads } = await heldRequests(agent, started.public_url!, MAX_SESSION_STREAMS);
+    expect((await publicFetch(started.public_url!, "/full")).status).toBe(503);
+    // the agent gives up on one stream: its place is free
+    const first = heads.find((head) => head.target === "/held/0")!;
+    agent.send({ type: "reset", stream: first.stream, code: ResetCode.upstreamError, message: "gone" });
+    expect((await pending[0]).status).toBe(502);
+    const next = publicFetch(started.public_url!, "/next");
+    answer(agent, await agent.next("request_head"), "next");
+    expect(await (await next).text()).toBe("next");
+    for (const head of heads) if (head !== first) answer(agent, head, "done");
+    await Promise.all(pending.slice(1).map(async (response) => (await response).text()));
+  });
+
+  it("count a stream until its client has taken the body, not only until the agent's end: its bytes are still held", async () => {
+    const { agent, tunnel: started } = await tunnel();
+    const { pending, heads } = await heldRequests(agent, started.public_url!, MAX_SESSION_STREAMS);
+    // one stream's whole body (a window's worth, in two messages) and its end reach the edge; its client reads nothing yet
+    const first = heads.find((head) => head.target === "/held/0")!;
+    const chunk = new Uint8Array(INITIAL_STREAM_WINDOW / 2).fill(7);
+    agent.sendBatch([
+      { type: "response_head", stream: first.stream, status: 200, headers: [["content-type", "application/octet-stream"]] },
+      { type: "data", stream: first.stream, seq: 0, bytes: chunk },
+    ]);
+    agent.sendBatch([
+      { type: "data", stream: first.stream, seq: 1, bytes: chunk },
+      { type: "end", stream: first.stream, count: 2 },
+    ]);
+    const response = await pending[0];
+    expect(response.status).toBe(200);
+    expect((await publicFetch(started.public_url!, "/while-unread")).status).toBe(503);
+    // once the client took it all, the place is free
+    expect((await response.arrayBuffer()).byteLength).toBe(INITIAL_STREAM_WINDOW);
+    const next = publicFetch(started.public_url!, "/after-read");
+    const head = await agent.next("request_head");
+    expect(head.target).toBe("/after-read");
+    answer(agent, head, "after");
+    expect(await (await next).text()).toBe("after");
+    for (const each of heads) if (each !== first) answer(agent, each, "done");
+    await Promise.all(pending.slice(1).map(async (each) => (await each).text()));
+  });
+
+  it("free the place of a response without a body whose end came in a later message", async () => {
+    const { agent, tunnel: started } = await tunnel();
+    const { pending, heads } = await heldRequests(agent, started.public_url!, MAX_SESSION_STREAMS - 1);
+    const headRequest = publicFetch(started.public_url!, "/head-only", { method: "HEAD" });
+    const head = await agent.next("request_head", (each) => each.target === "/head-only");
+    agent.send({ type: "response_head", stream: head.stream, status: 200, headers: [["content-length", "5"]] });
+    expect((await headRequest).status).toBe(200);
+    agent.send({ type: "end", stream: head.stream, count: 0 });
+    // the last place is free again
+    const last = publicFetch(started.public_url!, "/last");
+    const lastHead = await agent.next("request_head", (each) => each.target === "/last");
+    answer(agent, lastHead, "last");
+    expect(await (await last).text()).toBe("last");
+    for (const each of heads) answer(agent, each, "done");
+    await Promise.all(pending.map(async (each) => (await each).text()));
+  });
+
+  it("answer the agent's own refusal (too_many_streams) with the same 503", async () => {
+    const { agent, tunnel: started } = await tunnel();
+    const host = new URL(started.public_url!).host;
+    const pending = publicFetch(started.public_url!, "/agent-full");
+    const head = await agent.next("request_head");
+    agent.send({ type: "reset", stream: head.stream, code: ResetCode.tooManyStreams, message: "the agent is serving 256 streams at once, the most it takes" });
+    expect(await envelope(await pending)).toMatchObject({
+      status: 503,
+      retryAfter: "1",
+      body: {
+        error_code: "ERR_SVC_716",
+        msg: `Tunnel ${host} is busy: the agent is serving 256 streams at once, the most it takes. Try again in a moment.`,
+        details: { host, reason: "too_many_streams" },
+      },
+    });
+  });
+});
