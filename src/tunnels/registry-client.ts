@@ -81,8 +81,9 @@ export async function getOnlineTunnel(env: Env, accountId: string, id: string): 
   return ((await registry(env, accountId).get(id)) as TunnelRecord | null) ?? undefined;
 }
 
-export async function addOnlineTunnel(env: Env, accountId: string, sessionId: string, record: TunnelRecord, leaseMs: number): Promise<void> {
-  await registry(env, accountId).add(sessionId, record, leaseMs);
+/** Lists an online tunnel; its host `label`, if any, counts against the account's quota for it from now on. */
+export async function addOnlineTunnel(env: Env, accountId: string, sessionId: string, record: TunnelRecord, leaseMs: number, label?: string): Promise<void> {
+  await registry(env, accountId).add(sessionId, record, leaseMs, label);
 }
 
 /**

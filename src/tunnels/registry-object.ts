@@ -79,9 +79,21 @@ export class TunnelRegistry extends DurableObject<Env> {
     return row ? (JSON.parse(row.record) as TunnelSessionRecord) : null;
   }
 
-  /** Records an online tunnel of `sessionId`, leased for `leaseMs`. */
-  add(sessionId: string, record: TunnelRecord, leaseMs: number): void {
+  /**
+   * Records an online tunnel of `sessionId`, leased for `leaseMs`; its host `label`, now claimed, counts for
+   * this tunnel from here on (it may have counted for an earlier tunnel of the account until now).
+   */
+  add(sessionId: string, record: TunnelRecord, leaseMs: number, label?: string): void {
     this.sweep();
+    if (label !== undefined) {
+      this.ctx.storage.sql.exec(
+        "INSERT OR REPLACE INTO held_hosts (label, tunnel_id, session_id, held_until) VALUES (?, ?, ?, ?)",
+        label,
+        record.id,
+        sessionId,
+        Date.now() + leaseMs,
+      );
+    }
     this.ctx.storage.sql.exec(
       "INSERT OR REPLACE INTO tunnels (id, session_id, record, lease_until) VALUES (?, ?, ?, ?)",
       record.id,
@@ -107,7 +119,9 @@ export class TunnelRegistry extends DurableObject<Env> {
         .map((row) => row.tunnel_id);
     const reserved = new Set(reservedTunnelIds);
     for (const id of ids) {
-      sql.exec("UPDATE held_hosts SET held_until = ? WHERE session_id = ? AND tunnel_id = ?", reserved.has(id) ? now + graceMs : now, sessionId, id);
+      // Deleted, not expired: the session's renewals extend every row it still has.
+      if (reserved.has(id)) sql.exec("UPDATE held_hosts SET held_until = ? WHERE session_id = ? AND tunnel_id = ?", now + graceMs, sessionId, id);
+      else sql.exec("DELETE FROM held_hosts WHERE session_id = ? AND tunnel_id = ?", sessionId, id);
     }
     if (!tunnelIds) {
       sql.exec("DELETE FROM sessions WHERE id = ?", sessionId);
@@ -148,9 +162,12 @@ export class TunnelRegistry extends DurableObject<Env> {
     const sql = this.ctx.storage.sql;
     const now = Date.now();
     sql.exec("DELETE FROM held_hosts WHERE held_until <= ?", now);
+    // Already counted (for a tunnel of the account that holds it, online or in its grace): a claim that fails
+    // must not take the count away from that tunnel, so the row moves only once the claim succeeded (`add`).
+    if (sql.exec("SELECT 1 FROM held_hosts WHERE label = ?", label).toArray().length > 0) return { ok: true };
     const others = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM held_hosts WHERE label != ?", label).one().n;
     if (others < limit) {
-      sql.exec("INSERT OR REPLACE INTO held_hosts (label, tunnel_id, session_id, held_until) VALUES (?, ?, ?, ?)", label, tunnelId, sessionId, now + leaseMs);
+      sql.exec("INSERT INTO held_hosts (label, tunnel_id, session_id, held_until) VALUES (?, ?, ?, ?)", label, tunnelId, sessionId, now + leaseMs);
       return { ok: true };
     }
     const offline = sql

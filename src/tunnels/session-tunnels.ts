@@ -122,7 +122,7 @@ export class SessionTunnels {
     }
     const tunnel: SessionTunnel = { id, name: spec.name, label, ...(random ? { random } : {}) };
     store.saveTunnel(tunnel);
-    await addOnlineTunnel(env, meta.accountId, meta.sessionId, record, leaseMs(meta));
+    await addOnlineTunnel(env, meta.accountId, meta.sessionId, record, leaseMs(meta), label);
     if (!this.options.connected()) {
       // the session ended while the tunnel was being set up: undo what endSession could not see
       await this.drop(meta, tunnel);

@@ -159,6 +159,33 @@ describe("host quotas under ordinary use", () => {
     await vi.waitFor(async () => expect(await heldHosts("acct_other")).toBe(before + 1), { timeout: 10_000 });
   });
 
+  it("asking again for a subdomain one's own online tunnel holds does not take it off the quota", async () => {
+    const { agent } = await agentOf("other");
+    const before = await heldHosts("acct_other");
+    const started = [];
+    for (let i = 0; i < 3; i++) {
+      started.push(await agent.startOk({ name: `twice${i}`, subdomain: `asked-twice-${i}` }));
+      expect(await agent.start({ name: `again${i}`, subdomain: `asked-twice-${i}` })).toMatchObject({ type: "tunnel_failed", code: "subdomain_in_use" });
+    }
+    expect(await heldHosts("acct_other")).toBe(before + 3);
+    for (const [i, tunnel] of started.entries()) {
+      agent.send({ type: "stop_tunnel", request_id: 30_000 + i, tunnel_id: tunnel.id });
+      await agent.next("tunnel_stopped", (frame) => frame.request_id === 30_000 + i);
+    }
+  });
+
+  it("a stopped tunnel's name does not come back on the quota when its session renews", async () => {
+    const { agent, sessionId } = await agentOf("other");
+    const before = await heldHosts("acct_other");
+    const kept = await agent.startOk({ name: "kept" });
+    const stopped = await agent.startOk({ name: "stopped" });
+    agent.send({ type: "stop_tunnel", request_id: 40_000, tunnel_id: stopped.id });
+    await agent.next("tunnel_stopped", (frame) => frame.request_id === 40_000);
+    await runDurableObjectAlarm(sessionStub(sessionId));
+    expect(await heldHosts("acct_other")).toBe(before + 1);
+    expect(kept.id).toBeTruthy();
+  });
+
   it("a subdomain stopped on purpose is free for another account at once", async () => {
     const { agent } = await agentOf("dev");
     const tunnel = await agent.startOk({ subdomain: "stopped-on-purpose" });
