@@ -1,11 +1,34 @@
 /** The variables CEL expressions read (`req`, `conn`, `res`, `actions`), built from an exchange. */
 
+import { ELEMENT_UNITS } from "./cel-meter.ts";
+import type { EvaluationBudget } from "./evaluation-budget.ts";
 import type { Exchange } from "./exchange.ts";
 
-function headerMap(headers: Headers): Map<string, string[]> {
-  const map = new Map<string, string[]>();
+/**
+ * Header maps as expressions read them, built once per Headers object rather than once per expression (a
+ * request with thousands of headers and a policy of a thousand expressions cost seconds). Keyed weakly, so a
+ * request's map goes with it; the actions that change headers call `headersChanged`.
+ */
+const headerMaps = new WeakMap<Headers, Map<string, string[]>>();
+
+/** Forgets the map of `headers` after an action changed them, so the next expression sees the change. */
+export function headersChanged(headers: Headers): void {
+  headerMaps.delete(headers);
+}
+
+function headerMap(headers: Headers, budget: EvaluationBudget): Map<string, string[]> {
+  let map = headerMaps.get(headers);
+  if (map) return map;
+  map = new Map<string, string[]>();
+  let units = 0;
   // Iteration yields each set-cookie separately and every other name once (joined); keep them all.
-  for (const [name, value] of headers) map.set(name, [...(map.get(name) ?? []), value]);
+  for (const [name, value] of headers) {
+    map.set(name, [...(map.get(name) ?? []), value]);
+    units += ELEMENT_UNITS + name.length + value.length;
+  }
+  // Building it is work of the request like any other (once per request and Headers object).
+  budget.chargeCel(units);
+  headerMaps.set(headers, map);
   return map;
 }
 
@@ -24,7 +47,7 @@ export function activation(exchange: Exchange) {
           ["raw", request.url.pathname + request.url.search],
         ]),
       ],
-      ["headers", headerMap(request.headers)],
+      ["headers", headerMap(request.headers, exchange.budget)],
     ]),
     conn: new Map([["client_ip", exchange.clientIp]]),
     actions: new Map([
@@ -53,7 +76,7 @@ export function activation(exchange: Exchange) {
   if (response) {
     bindings.res = new Map<string, unknown>([
       ["status_code", BigInt(response.status)],
-      ["headers", headerMap(response.headers)],
+      ["headers", headerMap(response.headers, exchange.budget)],
     ]);
   }
   return bindings as never;

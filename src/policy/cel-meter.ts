@@ -23,12 +23,40 @@ export const ELEMENT_UNITS = 8;
 /** Units per comprehension iteration (the planner spends ~1–1.5 µs on each, whatever the body). */
 export const ITERATION_UNITS = 128;
 
-/** Units for a value taken or produced: characters of a string or bytes, ELEMENT_UNITS per element of a list or map. */
-function sizeOf(value: unknown): number {
+/**
+ * Units for a value taken or produced: characters of strings and bytes, ELEMENT_UNITS per element of a list
+ * or map, nested values included (`==` and `in` compare them deeply). Stops counting past `cap`, so measuring
+ * never costs more than the budget it is measured against.
+ */
+function sizeOf(value: unknown, cap: number): number {
   if (typeof value === "string") return value.length;
   if (value instanceof Uint8Array) return value.length;
-  if (isCelList(value) || isCelMap(value) || value instanceof Map) return value.size * ELEMENT_UNITS;
-  if (Array.isArray(value)) return value.length * ELEMENT_UNITS;
+  if (typeof value !== "object" || value === null) return 0;
+  let total = 0;
+  const pending: unknown[] = [value];
+  while (pending.length > 0 && total <= cap) {
+    const item = pending.pop();
+    if (typeof item === "string" || item instanceof Uint8Array) total += item.length;
+    else if (isCelList(item)) {
+      total += item.size * ELEMENT_UNITS;
+      for (const element of item) pending.push(element);
+    } else if (isCelMap(item) || item instanceof Map) {
+      total += item.size * ELEMENT_UNITS;
+      for (const [key, element] of item.entries()) pending.push(key, element);
+    } else if (Array.isArray(item)) {
+      total += item.length * ELEMENT_UNITS;
+      pending.push(...item);
+    }
+  }
+  return total;
+}
+
+/**
+ * Work a call does beyond its sizes: V8's lastIndexOf searches backwards naively, text × pattern characters
+ * (777 ms for one call on header-sized strings), where indexOf is linear.
+ */
+function extraWork(name: string, target: unknown, args: readonly unknown[]): number {
+  if (name === "lastIndexOf" && typeof target === "string" && typeof args[0] === "string") return target.length * args[0].length;
   return 0;
 }
 
@@ -45,11 +73,11 @@ function meteredGroup(group: FuncGroup, budget: () => EvaluationBudget | undefin
     call(id, target, args) {
       const meter = budget();
       if (!meter) return group.call(id, target, args);
-      let taken = CALL_UNITS + sizeOf(target);
-      for (const arg of args) taken += sizeOf(arg);
+      let taken = CALL_UNITS + extraWork(group.name, target, args) + sizeOf(target, meter.celWorkLeft());
+      for (const arg of args) taken += sizeOf(arg, meter.celWorkLeft() - taken);
       meter.chargeCel(taken);
       const result = group.call(id, target, args);
-      meter.chargeCel(sizeOf(result));
+      meter.chargeCel(sizeOf(result, meter.celWorkLeft()));
       return result;
     },
   };

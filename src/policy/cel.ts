@@ -9,7 +9,8 @@ import ipaddr from "ipaddr.js";
 import type { Exchange, Phase } from "./exchange.ts";
 import { activation } from "./cel-activation.ts";
 import { linearFunctions } from "./cel-linear.ts";
-import { meteredEnv, meterIterations } from "./cel-meter.ts";
+import { CALL_UNITS, meteredEnv, meterIterations } from "./cel-meter.ts";
+import { BudgetExceeded } from "./evaluation-budget.ts";
 import { checkExpressionCost, checkExpressionText } from "./expression-cost.ts";
 import type { CompiledPattern } from "./regex.ts";
 
@@ -229,7 +230,12 @@ export function compileExpression(source: string, phase: Phase): CompileExpressi
         current = { exchange, patterns };
         let result: CelValue | Error;
         try {
+          // Every evaluation costs something, so a request whose budget is spent stops evaluating at once.
+          exchange.budget.chargeCel(CALL_UNITS);
           result = program(activation(exchange));
+        } catch (error) {
+          if (!(error instanceof BudgetExceeded)) throw error;
+          return { error: error.message };
         } finally {
           current = undefined;
         }

@@ -1,5 +1,6 @@
 /** Runs one phase of a compiled policy: entries in order, gated by their expressions, actions in order. */
 
+import { headersChanged } from "./cel-activation.ts";
 import type { CompiledEntry } from "./compile.ts";
 import type { ActionServices, Exchange } from "./exchange.ts";
 
@@ -25,6 +26,8 @@ export async function runPhase(
   services: ActionServices,
   log: EvaluationLog = consoleLog,
 ): Promise<Response | undefined> {
+  // Forwarding the request added headers to it (x-forwarded-*) since the inbound phase read them.
+  if (exchange.response) headersChanged(exchange.request.headers);
   for (const entry of entries) {
     if (!matches(entry, exchange, log)) continue;
     for (const action of entry.actions) {

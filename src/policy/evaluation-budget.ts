@@ -45,6 +45,11 @@ export class EvaluationBudget {
     }
   }
 
+  /** CEL work units left to this request (negative once past the budget). */
+  celWorkLeft(): number {
+    return this.limits.celWork - this.celWork;
+  }
+
   /** Charges regex work before matching; throws, without charging, when it would go past the budget. */
   chargeRegex(units: number): void {
     if (this.regexWork + units > this.limits.regexWork) {

@@ -14,6 +14,10 @@ export const ERROR_LOG_INTERVAL_MS = 1000;
 export const MAX_ERROR_LINES_PER_SECOND = 20;
 /** Expressions remembered (keyed by their compiled entry and text; least recently used forgotten first). */
 export const MAX_REMEMBERED_EXPRESSIONS = 1024;
+/** Characters of each of the expression, the entry's name and the error in a line (errors may quote request data). */
+export const MAX_ERROR_FIELD_CHARS = 256;
+
+const clip = (text: string) => (text.length > MAX_ERROR_FIELD_CHARS ? `${text.slice(0, MAX_ERROR_FIELD_CHARS)}…` : text);
 
 export interface ExpressionErrorLogOptions {
   readonly now?: () => number;
@@ -54,15 +58,18 @@ export class ExpressionErrorLog implements EvaluationLog {
       this.linesThisSecond = 0;
     }
     if (this.linesThisSecond >= MAX_ERROR_LINES_PER_SECOND) {
-      if (memory) memory.suppressed++;
+      // counted with this expression's next line, even if it has not written one yet
+      const counted = memory ?? { lastAt: Number.NEGATIVE_INFINITY, suppressed: 0 };
+      counted.suppressed++;
+      this.remember(key, counted);
       return;
     }
     this.linesThisSecond++;
     const suppressed = memory?.suppressed ?? 0;
     this.remember(key, { lastAt: now, suppressed: 0 });
-    const where = entry.name ? ` of entry ${JSON.stringify(entry.name)}` : "";
+    const where = entry.name ? ` of entry ${JSON.stringify(clip(entry.name))}` : "";
     const since = suppressed > 0 ? ` (and ${suppressed} more times since its last line)` : "";
-    this.write(`traffic policy: expression ${JSON.stringify(source)}${where} failed (${message}); the entry is skipped${since}`);
+    this.write(`traffic policy: expression ${JSON.stringify(clip(source))}${where} failed (${clip(message)}); the entry is skipped${since}`);
   }
 
   private idOf(entry: CompiledEntry): number {

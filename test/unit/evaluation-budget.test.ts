@@ -52,10 +52,10 @@ describe("the CEL work budget of a request", () => {
   });
 
   it("charges each call CALL_UNITS plus the characters it takes and produces", () => {
-    // + takes 'ab' and 'cd' and produces 'abcd'; == takes 'abcd' and 'abcd' and produces a bool.
-    expect(unitsOf("'ab' + 'cd' == 'abcd'")).toBe(CALL_UNITS + 4 + 4 + CALL_UNITS + 8);
+    // The evaluation itself; + takes 'ab' and 'cd' and produces 'abcd'; == takes 'abcd' twice and produces a bool.
+    expect(unitsOf("'ab' + 'cd' == 'abcd'")).toBe(CALL_UNITS + CALL_UNITS + 4 + 4 + CALL_UNITS + 8);
     // A request value counts like a literal: the path of 16,385 characters is taken once by startsWith.
-    expect(unitsOf("req.url.path.startsWith('/a')", LONG_PATH)).toBe(CALL_UNITS + 16_385 + 2);
+    expect(unitsOf("req.url.path.startsWith('/a')", LONG_PATH)).toBe(CALL_UNITS + CALL_UNITS + 16_385 + 2);
   });
 
   it("charges ITERATION_UNITS for every element a comprehension goes over", () => {
@@ -69,6 +69,43 @@ describe("the CEL work budget of a request", () => {
     const double = unitsOf("'abcdefghabcdefgh'.split('').map(c, c).size() == 16");
     // Building the result copies the list built so far once per element: growth faster than linear is charged.
     expect(double).toBeGreaterThan(2 * small);
+  });
+});
+
+describe("work the meter must not miss (the review of the budget)", () => {
+  it("lastIndexOf is charged text × pattern characters: two large headers no longer cost 777 ms a call", () => {
+    const request = makeExchange({ headers: { "x-a": "a".repeat(86_000), "x-b": `${"a".repeat(42_000)}b` } });
+    expect(compile("req.headers['x-a'][0].lastIndexOf(req.headers['x-b'][0]) < 0").evaluate(request)).toEqual({ error: BUDGET_MESSAGE });
+    // An ordinary lastIndexOf is as cheap as ever.
+    expect(compile("req.url.path.lastIndexOf('/') == 3").evaluate(makeExchange({ url: "https://a.test/v1/x" }))).toBe(true);
+  });
+
+  it("values are charged with everything nested in them: comparing lists of header maps is not 32 units", () => {
+    const headers = Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`x-h${i}`, "v".repeat(120)]));
+    const request = () => makeExchange({ headers, budget: budgetOf(300_000) });
+    expect(compile("[req.headers, req.headers] == [req.headers, req.headers]").evaluate(request())).toEqual({
+      error: "expression exceeds the limit of 300000 units of work per request (calls, characters and list elements taken and produced, loop iterations)",
+    });
+    expect(compile("[1, 2] == [1, 2]").evaluate(request())).toBe(true);
+  });
+
+  it("the header map is built once per request and charged once, however many expressions read it", () => {
+    const headers = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`x-h${i}`, "v".repeat(10)]));
+    const request = makeExchange({ headers });
+    const always = compile("true");
+    const before = request.budget.celWorkLeft();
+    always.evaluate(request);
+    const first = before - request.budget.celWorkLeft();
+    for (let i = 0; i < 100; i++) always.evaluate(request);
+    const each = (before - request.budget.celWorkLeft() - first) / 100;
+    expect(each).toBe(CALL_UNITS);
+    expect(first).toBeGreaterThan(100 * 14);
+  });
+
+  it("a request whose budget is spent stops evaluating at once, even expressions that call nothing", () => {
+    const request = makeExchange({ budget: budgetOf(CALL_UNITS * 3) });
+    const always = compile("true");
+    expect([1, 2, 3, 4].map(() => always.evaluate(request))).toEqual([true, true, true, { error: expect.stringContaining("units of work") }]);
   });
 });
 

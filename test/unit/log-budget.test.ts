@@ -7,7 +7,13 @@ import type { CompiledEntry } from "../../src/policy/compile.ts";
 import { runPhase } from "../../src/policy/evaluate.ts";
 import { MAX_LOG_BYTES_PER_REQUEST } from "../../src/policy/evaluation-budget.ts";
 import type { ActionServices } from "../../src/policy/exchange.ts";
-import { ERROR_LOG_INTERVAL_MS, ExpressionErrorLog, MAX_ERROR_LINES_PER_SECOND, MAX_REMEMBERED_EXPRESSIONS } from "../../src/policy/expression-error-log.ts";
+import {
+  ERROR_LOG_INTERVAL_MS,
+  ExpressionErrorLog,
+  MAX_ERROR_FIELD_CHARS,
+  MAX_ERROR_LINES_PER_SECOND,
+  MAX_REMEMBERED_EXPRESSIONS,
+} from "../../src/policy/expression-error-log.ts";
 import { makeExchange } from "./support/exchange.ts";
 import { MemoryCounter } from "./support/memory-counter.ts";
 import { lines, load } from "./support/policy-text.ts";
@@ -33,7 +39,7 @@ describe("log output of one request", () => {
     const policy = load(amplifier());
     const services = recording();
     await runPhase(policy.inbound, makeExchange({ url: LONG_URL }), services);
-    const written = services.records.map((record) => JSON.stringify(record.metadata).length).reduce((a, b) => a + b, 0);
+    const written = services.records.map((record) => JSON.stringify(record).length).reduce((a, b) => a + b, 0);
     expect(written).toBeLessThanOrEqual(MAX_LOG_BYTES_PER_REQUEST);
     expect(services.records.length).toBeGreaterThan(0);
     expect(services.records.length).toBeLessThan(41);
@@ -62,6 +68,17 @@ describe("log output of one request", () => {
     const services = recording();
     await runPhase(policy.inbound, makeExchange({ clientIp: '"'.repeat(1024) }), services);
     expect(services.records).toEqual([{ route: "edge/route", action: "inbound[0].actions[1]", phase: "inbound", metadata: { small: 1 }, dropped_before: 1 }]);
+  });
+
+  it("whole records count, not only their metadata: many tiny records stay within the budget", async () => {
+    const tiny = Array.from({ length: 16 }, () => ["      - type: log", "        config:", "          metadata: { a: 1 }"]).flat();
+    const entries = Array.from({ length: 22 }, () => ["  - actions:", ...tiny]).flat();
+    const policy = load(lines("inbound:", ...entries));
+    const services = recording();
+    await runPhase(policy.inbound, makeExchange(), services);
+    const written = services.records.map((record) => JSON.stringify(record).length + 320).reduce((a, b) => a + b, 0);
+    expect(written).toBeLessThanOrEqual(MAX_LOG_BYTES_PER_REQUEST);
+    expect(services.records.length).toBeLessThan(22 * 16);
   });
 
   it("a template is cut while it is put together, never longer than 1024 characters", async () => {
@@ -104,6 +121,26 @@ describe("failing expressions", () => {
     now += ERROR_LOG_INTERVAL_MS;
     log.expressionError(failing, "req.headers['x'][0] == 'y'", "no such key: x");
     expect(lines[1]).toMatch(/\(and 999 more times since its last line\)$/);
+  });
+
+  it(`cut the expression, the entry name and the error at ${MAX_ERROR_FIELD_CHARS} characters each`, () => {
+    const lines: string[] = [];
+    const log = new ExpressionErrorLog({ now: () => T0, write: (line) => lines.push(line) });
+    log.expressionError(entry("n".repeat(10_000)), "s".repeat(1000), `Unable to convert string '${"x".repeat(120_000)}' to bool`);
+    expect(lines[0].length).toBeLessThan(4 * MAX_ERROR_FIELD_CHARS);
+  });
+
+  it("count the failures of an expression refused by the isolate's cap in that expression's next line", () => {
+    let now = T0;
+    const lines: string[] = [];
+    const log = new ExpressionErrorLog({ now: () => now, write: (line) => lines.push(line) });
+    for (let i = 0; i < MAX_ERROR_LINES_PER_SECOND; i++) log.expressionError(entry(`noisy${i}`), "x", "boom");
+    const quiet = entry("quiet");
+    log.expressionError(quiet, "y", "boom");
+    log.expressionError(quiet, "y", "boom");
+    now += 1000;
+    log.expressionError(quiet, "y", "boom");
+    expect(lines.at(-1)).toMatch(/of entry "quiet" failed \(boom\); the entry is skipped \(and 2 more times since its last line\)$/);
   });
 
   it(`write at most ${MAX_ERROR_LINES_PER_SECOND} lines a second from the isolate, and remember at most ${MAX_REMEMBERED_EXPRESSIONS} expressions`, () => {

@@ -1,5 +1,6 @@
 /** `add-headers` and `remove-headers`: change request headers inbound, response headers outbound. */
 
+import { headersChanged } from "../cel-activation.ts";
 import { z } from "zod";
 import type { Exchange, Phase } from "../exchange.ts";
 import { defineAction, HEADER_VALUE_MESSAGE, isHeaderName, isHeaderValue } from "./action.ts";
@@ -25,7 +26,9 @@ export const addHeadersAction = defineAction({
       type: "add-headers",
       run(exchange) {
         const headers = targetHeaders(exchange, phase);
-        if (headers) for (const [name, value] of entries) headers.append(name, value);
+        if (!headers) return undefined;
+        for (const [name, value] of entries) headers.append(name, value);
+        headersChanged(headers);
         return undefined;
       },
     };
@@ -45,7 +48,9 @@ export const removeHeadersAction = defineAction({
       type: "remove-headers",
       run(exchange) {
         const headers = targetHeaders(exchange, phase);
-        if (headers) for (const name of config.headers) headers.delete(name);
+        if (!headers) return undefined;
+        for (const name of config.headers) headers.delete(name);
+        headersChanged(headers);
         return undefined;
       },
     };

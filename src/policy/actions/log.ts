@@ -17,6 +17,9 @@ export const MAX_LOG_KEY_CHARS = 64;
 /** Characters of a metadata value, as written and after interpolation (longer values are cut). */
 export const MAX_LOG_VALUE_CHARS = 1024;
 
+/** Characters the sink adds to every record: the event name and the ingress (cut at 256 characters). */
+const LOG_RECORD_OVERHEAD = 320;
+
 type Scalar = string | number | boolean;
 
 /** The variables a value may interpolate, and the phase each is readable in. */
@@ -81,9 +84,10 @@ function clip(value: Scalar, max: number): Scalar {
 function metadataWithin(
   values: ReadonlyArray<readonly [string, CompiledValue]>,
   exchange: Exchange,
+  overhead: number,
 ): { metadata: Record<string, Scalar>; truncated: boolean } | undefined {
-  // the braces of the JSON object
-  let left = exchange.budget.logBytesLeft() - 2;
+  // the record's other fields (the metadata's braces among them)
+  let left = exchange.budget.logBytesLeft() - overhead;
   const metadata: Record<string, Scalar> = {};
   let written = 0;
   for (const [key, read] of values) {
@@ -134,22 +138,17 @@ export const logAction = defineAction({
       type: "log",
       run(exchange, { decisions }) {
         const { budget } = exchange;
-        const within = metadataWithin(values, exchange);
-        const size = within && JSON.stringify(within.metadata).length;
-        if (!within || size === undefined || !budget.takeLogBytes(size)) {
+        const dropped = budget.droppedLogRecords;
+        const head = { route: exchange.scope, action: context.position, phase: context.phase, ...(dropped > 0 ? { dropped_before: dropped } : {}) };
+        const overhead = JSON.stringify({ ...head, metadata: {}, truncated: true }).length + LOG_RECORD_OVERHEAD;
+        const within = metadataWithin(values, exchange, overhead);
+        const record = within && { ...head, metadata: within.metadata, ...(within.truncated ? { truncated: true } : {}) };
+        // The whole record counts, as written: its fields, the metadata as JSON, what the sink adds.
+        if (!record || !budget.takeLogBytes(JSON.stringify(record).length + LOG_RECORD_OVERHEAD)) {
           budget.droppedLogRecords++;
           return undefined;
         }
-        const dropped = budget.droppedLogRecords;
         budget.droppedLogRecords = 0;
-        const record = {
-          route: exchange.scope,
-          action: context.position,
-          phase: context.phase,
-          metadata: within.metadata,
-          ...(within.truncated ? { truncated: true } : {}),
-          ...(dropped > 0 ? { dropped_before: dropped } : {}),
-        };
         if (decisions) decisions.log(record);
         else console.log(JSON.stringify({ event: "traffic_policy.log", ...record }));
         return undefined;
