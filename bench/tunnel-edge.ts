@@ -31,6 +31,9 @@ export interface BenchEdge {
 export interface BenchEdgeOptions {
   /** Opens workerd's inspector on this port (profiling only: an inspector costs throughput). */
   readonly inspectorPort?: number;
+  /** Further edges (YAML list items under `edges:`) and the policy files they name, e.g. a rate-limited route. */
+  readonly extraEdges?: readonly string[];
+  readonly extraPolicyFiles?: Readonly<Record<string, string>>;
 }
 
 export async function startBenchEdge(origin: string, options: BenchEdgeOptions = {}): Promise<BenchEdge> {
@@ -43,12 +46,13 @@ export async function startBenchEdge(origin: string, options: BenchEdgeOptions =
     "      - id: edghtsrt_direct",
     "        match: /",
     `        upstream: ${origin}`,
+    ...(options.extraEdges ?? []),
     "",
   ];
   const script = await bundleWorker({
     entry: join(ROOT, "src/worker.ts"),
     outdir: dir,
-    policyFiles: { "policies/gateway.yaml": gateway.join("\n") },
+    policyFiles: { ...options.extraPolicyFiles, "policies/gateway.yaml": gateway.join("\n") },
   });
   const before = new Set(childProcesses("workerd"));
   const host = await hostWorker({

@@ -27,7 +27,12 @@ export interface RelayFloor {
   close(): Promise<void>;
 }
 
-export async function startRelayFloor(upstreamUrl: string, upstreamPort: number): Promise<RelayFloor> {
+export interface RelayFloorOptions {
+  /** Opens workerd's inspector on this port (diagnostics only: an inspector costs throughput). */
+  readonly inspectorPort?: number;
+}
+
+export async function startRelayFloor(upstreamUrl: string, upstreamPort: number, options: RelayFloorOptions = {}): Promise<RelayFloor> {
   const dir = mkdtempSync(join(tmpdir(), "tollgate-relay-floor-"));
   const script = await bundleWorker({ entry: join(ROOT, "bench/peer/relay-floor/worker.ts"), outdir: join(dir, "floor") });
   const before = new Set(childProcesses("workerd"));
@@ -37,6 +42,7 @@ export async function startRelayFloor(upstreamUrl: string, upstreamPort: number)
     script,
     persistDir: join(dir, "state"),
     vars: { ORIGIN: upstreamUrl },
+    ...(options.inspectorPort === undefined ? {} : { inspectorPort: options.inspectorPort }),
   });
   const started = childProcesses("workerd").filter((pid) => !before.has(pid));
   // The heap growth Tollgate's agent sets (src/agent/heap-growth.ts), as an option: the floor stays a bare agent.
