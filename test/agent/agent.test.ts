@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { startAgent, type Agent } from "../../src/agent/agent.ts";
 import { sendToLocal } from "../../src/agent/edge/replay.ts";
 import type { ExchangeInfo } from "../../src/agent/edge/exchange.ts";
-import { IDLE_LOCAL_CONNECTION_MS } from "../../src/agent/edge/local-forwarder.ts";
+import { IDLE_LOCAL_CONNECTION_MS } from "../../src/agent/edge/connection-limits.ts";
 import { parseAgentConfig } from "../../src/agent/settings/load.ts";
 import { encodeFrame, INITIAL_STREAM_WINDOW, LARGE_DATA_CHUNK, MAX_DATA_CHUNK, type Frame, type FrameOf } from "../../src/tunnels/protocol.ts";
 import { FakeEdge } from "./support/fake-edge.ts";

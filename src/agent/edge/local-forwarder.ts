@@ -30,6 +30,7 @@ import { combineObservers, type ExchangeInfo, type ExchangeObserver, type Exchan
 import { connectLocalWebSocket, type LocalSocket } from "./local-websocket.ts";
 import type { BodyChannelTarget } from "./edge-session.ts";
 import { closeReason } from "../../close-reason.ts";
+import { edgeConnections, localConnections, MAX_AGENT_STREAMS, MAX_BODY_CHANNELS } from "./connection-limits.ts";
 
 /** What the forwarder needs to know about a tunnel. */
 export interface LocalTunnel {
@@ -68,21 +69,6 @@ export interface ForwarderOptions {
   receiveWindow?: number;
 }
 
-/**
- * Idle connections to the local service are closed after this long: under Node servers' default keep-alive
- * timeout of 5 s, so a request never goes out on a connection the service is closing at that moment (an
- * ECONNRESET, answered 502). Node also honours a shorter `Keep-Alive: timeout=` hint, but only when a timeout is set.
- * Sockets in use are not affected: their timeout only emits an event nothing here listens to.
- */
-export const IDLE_LOCAL_CONNECTION_MS = 4_000;
-const agentOptions = { keepAlive: true, maxSockets: 256, timeout: IDLE_LOCAL_CONNECTION_MS };
-const keepAlive = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) };
-/**
- * Connections for body channels' POSTs to the edge: one per large response in flight (no cap: a POST queued
- * behind a cap would miss the edge's wait for it, and open streams already bound them), kept idle as long as
- * those to the local service, so a POST never goes out on a connection the edge is closing.
- */
-const edgeAgentOptions = { keepAlive: true, timeout: IDLE_LOCAL_CONNECTION_MS };
 /** Most of an edge's refusal of a body channel read, and of its reason kept for the reset message. */
 const REFUSAL_BYTES = 4096;
 const REFUSAL_REASON_CHARS = 300;
@@ -142,7 +128,9 @@ export class LocalForwarder {
   private readonly arrived = new Set<AgentStream>();
   private pumpScheduled = false;
   /** This forwarder's connections to the edge for body channels; closed when the session is gone. */
-  private edgeConnections = { http: new http.Agent(edgeAgentOptions), https: new https.Agent(edgeAgentOptions) };
+  private edgeConnections = edgeConnections();
+  /** Streams whose body goes through a body channel now (at most MAX_BODY_CHANNELS). */
+  private channels = 0;
 
   constructor(private readonly options: ForwarderOptions) {
     this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
@@ -200,13 +188,18 @@ export class LocalForwarder {
     for (const stream of [...this.streams.values()]) this.close(stream, { code: "agent_disconnected", message });
     this.edgeConnections.http.destroy();
     this.edgeConnections.https.destroy();
-    this.edgeConnections = { http: new http.Agent(edgeAgentOptions), https: new https.Agent(edgeAgentOptions) };
+    this.edgeConnections = edgeConnections();
   }
 
   private open(head: FrameOf<"request_head">): void {
     if (this.streams.has(head.stream)) {
       // Never let a new exchange take over a live one: the open stream keeps its id, the new head is refused.
       this.options.send({ type: "reset", stream: head.stream, code: ResetCode.protocolError, message: `stream ${head.stream} is still open on this agent` });
+      return;
+    }
+    if (this.streams.size >= MAX_AGENT_STREAMS) {
+      const message = `the agent is serving ${MAX_AGENT_STREAMS} streams at once, the most it takes`;
+      this.options.send({ type: "reset", stream: head.stream, code: ResetCode.tooManyStreams, message });
       return;
     }
     const tunnel = this.options.lookup(head.tunnel_id);
@@ -249,7 +242,7 @@ export class LocalForwarder {
       path: head.target,
       headers: headers.flat(),
       setHost: false,
-      agent: secure ? keepAlive.https : keepAlive.http,
+      agent: secure ? localConnections.https : localConnections.http,
       // Local development servers commonly use self-signed certificates.
       rejectUnauthorized: false,
     });
@@ -389,7 +382,9 @@ export class LocalForwarder {
   /** The body channel a response's body goes through: a large body of known length, when the edge offered one and takes its size. */
   private channelFor(stream: AgentStream, response: http.IncomingMessage, status: number): { target: BodyChannelTarget; length: number } | undefined {
     const target = this.options.bodyChannel?.();
-    if (!target || NULL_BODY_STATUSES.has(status) || status < 200 || stream.method.toUpperCase() === "HEAD") return undefined;
+    // past the channels' bound a large body goes in frames, as to an edge without channels (connection-limits.ts)
+    if (!target || this.channels >= MAX_BODY_CHANNELS || NULL_BODY_STATUSES.has(status) || status < 200 || stream.method.toUpperCase() === "HEAD")
+      return undefined;
     const length = parseContentLength(response.headers["content-length"]);
     return length !== undefined && length >= BODY_CHANNEL_MIN_BYTES && length <= target.maxBytes ? { target, length } : undefined;
   }
@@ -413,6 +408,7 @@ export class LocalForwarder {
       agent: secure ? this.edgeConnections.https : this.edgeConnections.http,
     });
     stream.channel = post;
+    this.channels++;
     post.on("response", (answer) => {
       const chunks: Buffer[] = [];
       let kept = 0;
@@ -522,6 +518,7 @@ export class LocalForwarder {
     stream.queue = [];
     stream.queuedBytes = 0;
     this.budget.release(stream);
+    if (stream.channel) this.channels--;
     if (error || (stream.request && !stream.request.writableFinished)) {
       stream.request?.destroy();
       stream.response?.destroy();
