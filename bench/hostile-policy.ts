@@ -27,7 +27,10 @@ const HOSTILE_PATH = `/${"a".repeat(16 * 1024)}`;
 /** The review's expression, as many times as fit the tenant bounds, and its log amplifier. */
 function hostilePolicy(): string {
   const expression = "req.url.path.split('').map(c, c).size() > 0";
-  const entries = Array.from({ length: 40 }, () => [`  - expressions: ["${expression}"]`, "    actions: [{ type: log, config: { metadata: { p: 'x${req.url.path}' } } }]"]).flat();
+  const entries = Array.from({ length: 40 }, () => [
+    `  - expressions: ["${expression}"]`,
+    "    actions: [{ type: log, config: { metadata: { p: 'x${req.url.path}' } } }]",
+  ]).flat();
   const metadata = Array.from({ length: 16 }, (_, key) => `            k${key}: 'x\${req.url.path}\${req.url.path}'`);
   const logs = Array.from({ length: 16 }, () => ["      - type: log", "        config:", "          metadata:", ...metadata]).flat();
   return ["inbound:", ...entries, "  - actions:", ...logs, ""].join("\n");
@@ -79,12 +82,16 @@ async function main(): Promise<void> {
   }
   const rps = (results: LoadResult[]) => median(results.map((result) => result.requestsPerSecond));
   const p99 = (results: LoadResult[]) => median(results.map((result) => result.p99));
-  console.log(`hostile policy bench: ${ROUNDS} alternated rounds of ${SECONDS} s; victim ${VICTIM_CONNECTIONS} connections, second client ${HOSTILE_CONNECTIONS} connections on 16 KB paths`);
+  console.log(
+    `hostile policy bench: ${ROUNDS} alternated rounds of ${SECONDS} s; victim ${VICTIM_CONNECTIONS} connections, second client ${HOSTILE_CONNECTIONS} connections on 16 KB paths`,
+  );
   console.log("| second client | victim req/s × alone | victim p99 (ms) | second client req/s |");
   console.log("|---|---:|---:|---:|");
   for (const shape of ["alone", "plain", "hostile"] as const) {
     const second = shape === "alone" ? "—" : rps(attackers[shape]).toFixed(0);
-    console.log(`| ${shape === "alone" ? "none" : shape === "plain" ? "route without a policy" : "route with the hostile policy"} | ${(rps(victims[shape]) / rps(victims.alone)).toFixed(2)} | ${p99(victims[shape]).toFixed(0)} | ${second} |`);
+    console.log(
+      `| ${shape === "alone" ? "none" : shape === "plain" ? "route without a policy" : "route with the hostile policy"} | ${(rps(victims[shape]) / rps(victims.alone)).toFixed(2)} | ${p99(victims[shape]).toFixed(0)} | ${second} |`,
+    );
   }
 }
 
