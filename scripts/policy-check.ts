@@ -1,4 +1,7 @@
-/** `npm run policy:check [dir]`: validates policies/ as the gateway will load it; exits 1 with every issue. */
+/**
+ * `npm run policy:check [dir] [--quiet]`: validates policies/ as the gateway will load it; exits 1 with every
+ * issue. The build (wrangler.toml's [build] command) runs it first, so a broken policy is never deployed.
+ */
 
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -47,5 +50,8 @@ function tunnelDomainOf(root: string): string {
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
-  process.exitCode = policyCheck(resolve(process.argv[2] ?? "."));
+  const args = process.argv.slice(2);
+  // --quiet: only problems are printed (the build runs it on every change under policies/)
+  const out: Output = args.includes("--quiet") ? { log: () => {}, error: (line) => console.error(line) } : console;
+  process.exitCode = policyCheck(resolve(args.find((arg) => !arg.startsWith("--")) ?? "."), out);
 }
