@@ -1,7 +1,7 @@
 /**
- * CPU time of child processes, read from /proc (Linux). On 2 shared cores the req/s of a run moves
- * with whatever else the machine is doing; the CPU seconds workerd spends per request move far less,
- * so the bench reports both. Elsewhere these return undefined and the column stays empty.
+ * CPU time, memory and descendants of processes, read from /proc (Linux). On 2 shared cores the req/s of a
+ * run moves with whatever else the machine is doing; the CPU seconds workerd spends per request move far
+ * less, so the bench reports both. Elsewhere these return undefined (or nothing) and the column stays empty.
  */
 
 import { readdirSync, readFileSync } from "node:fs";
@@ -50,4 +50,46 @@ export function cpuSeconds(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;
   const stat = readStat(pid);
   return stat ? stat.ticks / TICKS_PER_SECOND : undefined;
+}
+
+export interface Memory {
+  readonly rss: number;
+  readonly anon: number;
+  readonly file: number;
+}
+
+/** Resident memory of `pid` in bytes (all of it, anonymous, file-backed), from /proc/<pid>/status. */
+export function memoryOf(pid: number): Memory | undefined {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(status)?.[1] ?? Number.NaN) * 1024;
+    return { rss: kib("VmRSS"), anon: kib("RssAnon"), file: kib("RssFile") };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Live descendants of `root`, with their command names and command lines. */
+export function descendants(root: number): Array<{ readonly name: string; readonly pid: number; readonly cmdline: string }> {
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return [];
+  }
+  const all = entries
+    .filter((entry) => /^\d+$/.test(entry))
+    .flatMap((entry) => {
+      const pid = Number(entry);
+      const stat = readStat(pid);
+      if (!stat) return [];
+      try {
+        return [{ pid, ppid: stat.ppid, name: stat.comm, cmdline: readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ") }];
+      } catch {
+        return [];
+      }
+    });
+  const found = all.filter(({ ppid }) => ppid === root);
+  for (let i = 0; i < found.length; i++) found.push(...all.filter(({ ppid }) => ppid === found[i]!.pid));
+  return found;
 }
