@@ -1,7 +1,7 @@
-/** The `tollgate` command line: builds a plan from argv and carries it out (runs the agent until Ctrl-C or a fatal refusal). */
+/** The `tollgate` (or `ngrok`) command line: builds a plan from argv and carries it out (runs the agent until Ctrl-C or a fatal refusal). */
 
 import { startAgent, type Agent } from "./agent.ts";
-import { buildCommand } from "./commands/build-command.ts";
+import { buildCommand, programName } from "./commands/build-command.ts";
 import type { OutputPlan } from "./commands/command.ts";
 import { saveCredential } from "./settings/credential-file.ts";
 import { logAgent, openLog, type AgentLog } from "./status/agent-log.ts";
@@ -23,17 +23,18 @@ export interface CliIo {
 /** Runs one command; resolves with the process exit code. */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   const command = await buildCommand(argv, { cwd: io.cwd, env: io.env, invokedAs: io.invokedAs });
+  const program = programName(io.invokedAs);
   switch (command.kind) {
     case "print":
       io.stdout.write(command.text);
       return 0;
     case "error":
-      io.stderr.write(`tollgate: ${command.message}\n`);
+      io.stderr.write(`${program}: ${command.message}\n`);
       return 2;
     case "save-credential": {
       const saved = await saveCredential(command.file, command.field, command.value);
       if (!saved.ok) {
-        io.stderr.write(`tollgate: ${saved.message}\n`);
+        io.stderr.write(`${program}: ${saved.message}\n`);
         return 1;
       }
       // ngrok's words: pyngrok checks the reply for "Authtoken saved", the ngrok npm package waits for any output.
@@ -41,7 +42,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       return 0;
     }
     case "run":
-      return runAgent(command.config, command.tunnels, command.output, io);
+      return runAgent(command.config, command.tunnels, command.output, { ...io, program });
   }
 }
 
@@ -49,12 +50,14 @@ async function runAgent(
   config: Parameters<typeof startAgent>[0]["config"],
   tunnels: Parameters<typeof startAgent>[0]["tunnels"],
   output: OutputPlan,
-  io: CliIo,
+  io: CliIo & { readonly program: string },
 ): Promise<number> {
   const screen = output.screen === true || (output.screen === "auto" && io.stdout.isTTY === true && output.destination !== "stdout");
   const destination = output.destination ?? (screen ? false : "stdout");
   const log: AgentLog | undefined =
-    destination === false ? undefined : openLog({ destination, format: output.format, level: output.level, stdout: io.stdout, stderr: io.stderr, cwd: io.cwd });
+    destination === false
+      ? undefined
+      : openLog({ destination, format: output.format, level: output.level, stdout: io.stdout, stderr: io.stderr, cwd: io.cwd, program: io.program });
 
   let agent: Agent;
   try {
@@ -62,7 +65,7 @@ async function runAgent(
   } catch (error) {
     log?.write("crit", "command failed", { err: (error as Error).message });
     await log?.close();
-    io.stderr.write(`tollgate: ${(error as Error).message}\n`);
+    io.stderr.write(`${io.program}: ${(error as Error).message}\n`);
     return 1;
   }
 
@@ -84,7 +87,7 @@ async function runAgent(
       log?.write("crit", "command failed", { err: outcome.message });
       hideStatus?.();
       hideStatus = undefined;
-      io.stderr.write(`tollgate: ${outcome.message}\n`);
+      io.stderr.write(`${io.program}: ${outcome.message}\n`);
     }
     return outcome.code;
   } finally {

@@ -68,6 +68,20 @@ describe("command-line mistakes, each with its message", () => {
     expect(out).toEqual([]);
     expect(err.join("")).toBe(`tollgate: unknown flag '--bogus'\n${HINT}\n`);
   });
+
+  it("started as ngrok, names itself ngrok on stderr", async () => {
+    const err: string[] = [];
+    const code = await runCli(["htpt", "3000"], {
+      stdout: { write: () => undefined },
+      stderr: { write: (text: string) => err.push(text) },
+      cwd: tmpdir(),
+      env,
+      signal: new AbortController().signal,
+      invokedAs: "ngrok",
+    });
+    expect(code).toBe(2);
+    expect(err.join("")).toBe("ngrok: unknown command 'htpt': did you mean 'ngrok http 3000'?\nRun 'ngrok --help' for the commands and flags.\n");
+  });
 });
 
 describe("did you mean", () => {

@@ -6,7 +6,8 @@ import { parse } from "yaml";
 import type { Agent } from "../../src/agent/agent.ts";
 import { runCli } from "../../src/agent/cli.ts";
 import { buildCommand } from "../../src/agent/commands/build-command.ts";
-import { formatRecord } from "../../src/agent/status/agent-log.ts";
+import { formatRecord, openLog } from "../../src/agent/status/agent-log.ts";
+import { AGENT_VERSION } from "../../src/agent/version.ts";
 
 async function dirWith(files: Record<string, string> = {}): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), "tollgate-ngrok-cli-"));
@@ -74,6 +75,16 @@ describe("ngrok's command line", () => {
   it("prints its version in ngrok's spelling, as `version` and `--version`", async () => {
     expect(await build(["version"])).toEqual({ kind: "print", text: expect.stringMatching(/^tollgate version \d+\.\d+\.\d+\n$/) });
     expect(await build(["--version"])).toEqual(await build(["version"]));
+  });
+
+  it("started as ngrok, names itself ngrok in its version line, from which ngrok's clients read the version", async () => {
+    const version = await build(["--version"], tmpdir(), {}, "ngrok");
+    expect(version).toEqual({ kind: "print", text: `ngrok version ${AGENT_VERSION}\n` });
+    const text = version.kind === "print" ? version.text : "";
+    // the ngrok npm package's getVersion(): stdout.replace("ngrok version", "").trim(); pyngrok's get_version():
+    // the output, stripped, .split("version ")[1]
+    expect(text.replace("ngrok version", "").trim()).toBe(AGENT_VERSION);
+    expect(text.trim().split("version ")[1]).toBe(AGENT_VERSION);
   });
 
   it("started as ngrok, shows ngrok's usage and answers only ngrok's commands", async () => {
@@ -206,5 +217,16 @@ describe("log records", () => {
     expect(formatRecord("logfmt", "info", "starting web service", { obj: "web", addr: "127.0.0.1:4040" }, now)).toBe(
       't=1970-01-01T00:00:00.000Z lvl=info msg="starting web service" obj=web addr=127.0.0.1:4040\n',
     );
+  });
+
+  it("that cannot go to their file say so once on stderr, in the name the program was started as", async () => {
+    const dir = await dirWith();
+    const err: string[] = [];
+    const sink = { write: (text: string) => err.push(text) };
+    const log = openLog({ destination: dir, format: "logfmt", level: "info", stdout: sink, stderr: sink, cwd: dir, program: "ngrok" });
+    log.write("info", "one");
+    log.write("info", "two");
+    await log.close().catch(() => undefined);
+    expect(err).toEqual([`ngrok: cannot write the log file ${dir}: EISDIR: illegal operation on a directory, open '${dir}'\n`]);
   });
 });

@@ -19,13 +19,18 @@ export function isNgrokName(invokedAs: string | undefined): boolean {
   return invokedAs !== undefined && /^ngrok(\.exe|\.cmd|\.mjs|\.js)?$/i.test(invokedAs);
 }
 
+/** The name the program answers to in its version line and messages: the one it was started as. */
+export function programName(invokedAs: string | undefined): "ngrok" | "tollgate" {
+  return isNgrokName(invokedAs) ? "ngrok" : "tollgate";
+}
+
 const COMMANDS = ["http", "start", "config", "authtoken", "version", "help"] as const;
 const AGENT_COMMANDS = ["http", "start", "config"] as const;
 const CONFIG_COMMANDS = ["check", "add-authtoken", "add-api-key"] as const;
 
 export async function buildCommand(argv: readonly string[], environment: CommandEnvironment): Promise<Command> {
-  const asNgrok = isNgrokName(environment.invokedAs);
-  const program = asNgrok ? "ngrok" : "tollgate";
+  const program = programName(environment.invokedAs);
+  const asNgrok = program === "ngrok";
   const usage = asNgrok ? NGROK_USAGE : USAGE;
   const fail = (message: string) => error(`${message}\n${helpHint(program)}`);
   const flagProblem = flagMistake(argv);
@@ -39,7 +44,9 @@ export async function buildCommand(argv: readonly string[], environment: Command
   }
   const { values, positionals } = parsed as { values: FlagValues & { help?: boolean; version?: boolean }; positionals: string[] };
   const [first, ...rest] = positionals;
-  if (values.version || first === "version") return { kind: "print", text: `tollgate version ${AGENT_VERSION}\n` };
+  // "<name> version <semver>", as ngrok prints it: the ngrok npm package strips "ngrok version" from it and
+  // pyngrok keeps what follows "version ", so both read the bare version.
+  if (values.version || first === "version") return { kind: "print", text: `${program} version ${AGENT_VERSION}\n` };
   if (values.help || first === undefined || first === "help") return { kind: "print", text: usage };
 
   switch (first) {

@@ -45,16 +45,18 @@ export interface LogOptions {
   readonly stdout: LogTarget;
   readonly stderr: LogTarget;
   readonly cwd: string;
+  /** The program's name for its one message on stderr (`tollgate`, or `ngrok` when started as ngrok). */
+  readonly program: string;
 }
 
 /** Opens the log; a file is appended to, as ngrok does. */
-export function openLog({ destination, format, level, stdout, stderr, cwd }: LogOptions): AgentLog {
+export function openLog({ destination, format, level, stdout, stderr, cwd, program }: LogOptions): AgentLog {
   const file = destination === "stdout" || destination === "stderr" ? undefined : createWriteStream(resolve(cwd, destination), { flags: "a" });
   const target: LogTarget = destination === "stdout" ? stdout : destination === "stderr" ? stderr : file!;
   // A log file that cannot be written must not crash the agent; the first error is said once on stderr.
   let failed = false;
   file?.on("error", (error) => {
-    if (!failed) stderr.write(`tollgate: cannot write the log file ${resolve(cwd, destination)}: ${error.message}\n`);
+    if (!failed) stderr.write(`${program}: cannot write the log file ${resolve(cwd, destination)}: ${error.message}\n`);
     failed = true;
   });
   return {
