@@ -28,6 +28,12 @@ export const ErrorCode = {
 
 export type ErrorDetails = Record<string, unknown>;
 
+/** What a person who meets the error in a browser should know: a heading and what to do (the HTML page only). */
+export interface ErrorAdvice {
+  readonly title: string;
+  readonly steps: readonly string[];
+}
+
 export interface ErrorEnvelope {
   error_code: string;
   status_code: number;
@@ -35,7 +41,10 @@ export interface ErrorEnvelope {
   details: ErrorDetails & { operation_id: string };
 }
 
-/** An error that ends a request with an HTTP status and a JSON envelope. */
+/**
+ * An error that ends a request with an HTTP status and a JSON envelope (`advice`: words for the HTML page a
+ * browser gets instead, see error-answer.ts; the envelope leaves them out).
+ */
 export class ServiceError extends Error {
   constructor(
     readonly status: number,
@@ -43,14 +52,20 @@ export class ServiceError extends Error {
     message: string,
     readonly details: ErrorDetails = {},
     readonly headers: Record<string, string> = {},
+    readonly advice?: ErrorAdvice,
   ) {
     super(message);
     this.name = "ServiceError";
   }
 
+  /** `ERR_SVC_<code>`: what clients match on and people search for. */
+  get errorCode(): string {
+    return `ERR_SVC_${this.code}`;
+  }
+
   envelope(operationId: string): ErrorEnvelope {
     return {
-      error_code: `ERR_SVC_${this.code}`,
+      error_code: this.errorCode,
       status_code: this.status,
       msg: this.message,
       details: { ...this.details, operation_id: operationId },

@@ -1,6 +1,7 @@
 /** Worker entry: the fetch handler and the exported Durable Object classes. */
 
 import type { Env } from "./env.ts";
+import { errorAnswer } from "./error-answer.ts";
 import { ErrorCode, ServiceError } from "./errors.ts";
 import { loadedGateway } from "./gateway/loaded-config.ts";
 import { BreakerMemory } from "./gateway/modules/breaker-memory.ts";
@@ -76,7 +77,7 @@ async function serve(request: Request, env: Env, ctx: ExecutionContext): Promise
   // TUNNEL_DOMAIN must not let that host be claimed as a tunnel while the operator fixes it.
   const domain = tunnelDomainOf(env);
   const loaded = loadedGateway(domain);
-  if (!loaded.ok) return loaded.error.toResponse();
+  if (!loaded.ok) return errorAnswer(loaded.error, request);
 
   // Tunnel hosts (<label>.TUNNEL_DOMAIN) and the agent endpoint, before the gateway's routes.
   const tunnel = routeTunnelTraffic(request, env, tunnels, url, domain, ctx);
@@ -90,7 +91,7 @@ export default {
       return await serve(request, env, ctx);
     } catch (error) {
       console.error(`Tollgate: unhandled error: ${(error as Error)?.stack ?? error}`);
-      return new ServiceError(500, ErrorCode.internal, "The gateway failed to handle the request.").toResponse();
+      return errorAnswer(new ServiceError(500, ErrorCode.internal, "The gateway failed to handle the request."), request);
     }
   },
 } satisfies ExportedHandler<Env>;

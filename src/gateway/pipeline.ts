@@ -1,6 +1,7 @@
 /** The request pipeline: the one place that knows the order of the steps. */
 
 import type { Env } from "../env.ts";
+import { errorAnswer } from "../error-answer.ts";
 import { ErrorCode, ServiceError } from "../errors.ts";
 import { EvaluationBudget } from "../policy/evaluation-budget.ts";
 import { runPhase, type EvaluationLog } from "../policy/evaluate.ts";
@@ -109,6 +110,25 @@ function namesOf(route: Route): { label: string; scope: string } {
   return names;
 }
 
+const NO_ROUTE_ADVICE = {
+  title: "No route for this address",
+  steps: [
+    "This gateway serves only the host names and paths its operator configured: check the address.",
+    "If you run this gateway: add a route for this host and path to policies/gateway.yaml.",
+  ],
+};
+
+function noRoute(url: URL): ServiceError {
+  return new ServiceError(
+    404,
+    ErrorCode.noRoute,
+    `No route of this gateway serves host '${url.hostname}' and path '${url.pathname}'.`,
+    { host: url.hostname, path: url.pathname },
+    {},
+    NO_ROUTE_ADVICE,
+  );
+}
+
 /** Serves a request addressed to a route of policies/gateway.yaml (`url`: the request's, when already parsed). */
 export async function handleGatewayRequest(
   request: Request,
@@ -120,12 +140,7 @@ export async function handleGatewayRequest(
   url: URL = new URL(request.url),
 ): Promise<Response> {
   const route = routes.match(url.hostname, url.pathname);
-  if (!route) {
-    return new ServiceError(404, ErrorCode.noRoute, `No route of this gateway serves host '${url.hostname}' and path '${url.pathname}'.`, {
-      host: url.hostname,
-      path: url.pathname,
-    }).toResponse();
-  }
+  if (!route) return errorAnswer(noRoute(url), request);
   const { label, scope } = namesOf(route);
   const read = handlers.routeModules;
   const modules = read ? (isolate.routeModules.current(label) ?? (await isolate.routeModules.get(label, () => read(env, route)))) : {};

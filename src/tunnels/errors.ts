@@ -15,12 +15,23 @@ export const TunnelErrorCode = {
   agentEndpoint: 3100,
 } as const;
 
+/** What a visitor and the tunnel's owner each can do about ERR_SVC_3200 (ngrok's page says the same). */
+const TUNNEL_OFFLINE_ADVICE = {
+  title: "This tunnel is offline",
+  steps: [
+    "If someone gave you this link: the agent that served it has stopped or lost its connection. Try again later, or ask them for a new link (an agent that restarts without a fixed subdomain gets a new address).",
+    "If this is your tunnel: start the agent (tollgate http <port>, or tollgate start <name>) and open the public URL it prints; check that this address is that URL.",
+  ],
+};
+
 export function tunnelNotFound(host: string): ServiceError {
   return new ServiceError(
     404,
     TunnelErrorCode.tunnelNotFound,
     `Tunnel ${host} not found: no agent is online serving this host. Start the agent (tollgate agent http <port>) and use the public URL it prints.`,
     { host },
+    {},
+    TUNNEL_OFFLINE_ADVICE,
   );
 }
 

@@ -5,6 +5,7 @@
 
 import type { Env } from "../env.ts";
 import type { AfterResponse } from "../policy/exchange.ts";
+import { errorAnswer } from "../error-answer.ts";
 import { ServiceError } from "../errors.ts";
 import { tunnelNotFound } from "./errors.ts";
 import type { HostCache } from "./host-cache.ts";
@@ -31,7 +32,7 @@ export async function relayToTunnel(request: Request, env: Env, services: Tunnel
   const host = url.host;
   let resolved = await resolveHost(env, services.hosts, label, false);
   for (;;) {
-    if (!resolved) return tunnelNotFound(host).toResponse();
+    if (!resolved) return errorAnswer(tunnelNotFound(host), request);
     const { claim, cached } = resolved;
     const policy = services.policies.get(claim.tunnelId, claim.trafficPolicy);
     if (policy instanceof ServiceError) return policy.toResponse();
@@ -54,7 +55,7 @@ export async function relayToTunnel(request: Request, env: Env, services: Tunnel
           if (answer.headers.has(OFFLINE_HEADER)) {
             offline = true;
             services.hosts.forget(label);
-            return tunnelNotFound(host).toResponse();
+            return errorAnswer(tunnelNotFound(host), request);
           }
           return answer;
         },
