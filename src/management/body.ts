@@ -3,32 +3,22 @@
 import type { z } from "@hono/zod-openapi";
 import { ErrorCode, ServiceError } from "../errors.ts";
 import type { ManagementContext } from "./context.ts";
+import { fieldPath, unknownFieldError } from "./unknown-fields.ts";
 import { decodeUtf8 } from "./utf8.ts";
 
 /** Larger bodies are refused before parsing; every body of this API is a few hundred bytes. */
 export const MAX_BODY_BYTES = 64 * 1024;
 
-/** `name`, `module.num_buckets`, `items[2].id`. */
-export function fieldPath(path: readonly PropertyKey[], prefix: readonly PropertyKey[] = []): string {
-  let out = "";
-  for (const segment of [...prefix, ...path]) {
-    if (typeof segment === "number") out += `[${segment}]`;
-    else out += out === "" ? String(segment) : `.${String(segment)}`;
-  }
-  return out;
-}
-
 /**
- * The first problem of a failed parse as a 400: an unknown field → ERR_SVC_214 naming it; a missing,
- * wrongly typed or out-of-range value → ERR_SVC_215 naming it. `prefix` places the schema inside the body.
+ * One problem of a failed parse as a 400. Unknown fields come first, since a misspelt field is also the
+ * reason a required one is missing (`{"nam": "x"}`): ERR_SVC_214 naming it, with the near known field
+ * (unknown-fields.ts). Otherwise the first missing, wrongly typed or out-of-range value → ERR_SVC_215 naming
+ * it. `prefix` places the schema inside the body; `schema` (the one validated) names the known fields.
  */
-export function validationError(error: z.ZodError, prefix: readonly PropertyKey[] = []): ServiceError {
+export function validationError(error: z.ZodError, prefix: readonly PropertyKey[] = [], schema?: z.ZodType): ServiceError {
+  const unknown = error.issues.find((issue) => issue.code === "unrecognized_keys");
+  if (unknown) return unknownFieldError(unknown, schema, prefix);
   const issue = error.issues[0];
-  if (issue.code === "unrecognized_keys") {
-    const field = fieldPath([...issue.path, issue.keys[0]], prefix);
-    const fields = issue.keys.map((key) => fieldPath([...issue.path, key], prefix));
-    return new ServiceError(400, ErrorCode.unknownField, `The field '${field}' is not a known field.`, { field, unknown_fields: fields });
-  }
   const field = fieldPath(issue.path, prefix);
   return new ServiceError(400, ErrorCode.invalidValue, `The field '${field}' ${issue.message}.`, { field });
 }
@@ -36,7 +26,7 @@ export function validationError(error: z.ZodError, prefix: readonly PropertyKey[
 /** Validates an already parsed value; throws the 400 of {@link validationError}. */
 export function validate<S extends z.ZodType>(schema: S, value: unknown, prefix: readonly PropertyKey[] = []): z.output<S> {
   const result = schema.safeParse(value);
-  if (!result.success) throw validationError(result.error, prefix);
+  if (!result.success) throw validationError(result.error, prefix, schema);
   return result.data;
 }
 
