@@ -2,7 +2,9 @@
 
 import { startAgent, type Agent } from "./agent.ts";
 import { buildCommand, programName } from "./commands/build-command.ts";
-import type { OutputPlan } from "./commands/command.ts";
+import type { Command } from "./commands/command.ts";
+import { formatPath } from "../policy/issues.ts";
+import { formatNotice } from "./settings/load.ts";
 import { saveCredential } from "./settings/credential-file.ts";
 import { logAgent, openLog, type AgentLog } from "./status/agent-log.ts";
 import { showStatus, type StatusStream } from "./status/status-view.ts";
@@ -19,6 +21,8 @@ export interface CliIo {
   /** Starts the agent (tests pass their own; the default is {@link startAgent}). */
   readonly startAgent?: typeof startAgent;
 }
+
+type RunCommand = Extract<Command, { kind: "run" }>;
 
 /** Runs one command; resolves with the process exit code. */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
@@ -42,22 +46,23 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       return 0;
     }
     case "run":
-      return runAgent(command.config, command.tunnels, command.output, { ...io, program });
+      return runAgent(command, { ...io, program });
   }
 }
 
-async function runAgent(
-  config: Parameters<typeof startAgent>[0]["config"],
-  tunnels: Parameters<typeof startAgent>[0]["tunnels"],
-  output: OutputPlan,
-  io: CliIo & { readonly program: string },
-): Promise<number> {
+async function runAgent({ config, tunnels, output, notices }: RunCommand, io: CliIo & { readonly program: string }): Promise<number> {
   const screen = output.screen === true || (output.screen === "auto" && io.stdout.isTTY === true && output.destination !== "stdout");
   const destination = output.destination ?? (screen ? false : "stdout");
   const log: AgentLog | undefined =
     destination === false
       ? undefined
       : openLog({ destination, format: output.format, level: output.level, stdout: io.stdout, stderr: io.stderr, cwd: io.cwd, program: io.program });
+  // Said where the run's own lines go: a record in the log (ngrok's clients take anything on stderr for a
+  // failed start), else one line on stderr, before the status screen takes the terminal.
+  for (const notice of notices) {
+    if (log) log.write("warn", "config key ignored", { file: notice.file, line: notice.line, key: formatPath(notice.path), reason: notice.message });
+    else io.stderr.write(`${io.program}: ${formatNotice(notice)}\n`);
+  }
 
   let agent: Agent;
   try {

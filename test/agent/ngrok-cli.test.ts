@@ -138,14 +138,14 @@ describe("config check", () => {
 
   it("reports every problem of every file in one run", async () => {
     const cwd = await dirWith({
-      "a.yml": "version: 2\nupdate_check: false\ntunnels:\n  ssh:\n    proto: tcp\n    addr: 22\n",
+      "a.yml": "version: 2\nproxy_url: socks5://localhost:9150\ntunnels:\n  ssh:\n    proto: tcp\n    addr: 22\n",
       "b.yml":
         "version: 3\nendpoints:\n  - name: web\n    upstream: {url: 8080}\n    traffic_policy:\n      on_http_request:\n        - actions:\n            - type: custom-response\n              config: {content: hi}\n",
     });
     const command = await build(["config", "check", "--config", "a.yml,b.yml"], cwd);
     expect(command.kind === "error" && command.message.replaceAll(`${cwd}/`, "")).toBe(
       [
-        "a.yml:2: update_check: not supported by Tollgate: Tollgate does not update itself (npm does); remove it",
+        "a.yml:2: proxy_url: not supported by Tollgate: the agent connects to the edge directly; remove it",
         "a.yml:5: tunnels.ssh.proto: tcp tunnels are not supported: Tollgate tunnels carry HTTP(S) only: Cloudflare Workers ingress accepts only HTTP(S)",
         "b.yml:9: endpoints[0].traffic_policy.on_http_request[0].actions[0].config.content: unknown key",
       ].join("\n"),
@@ -188,20 +188,74 @@ describe("saving the credential", () => {
   });
 });
 
+/** An agent that never comes online, for runs stopped at once (the CLI's side is under test, not the agent). */
+function idleAgent(stop: () => Promise<void>): Agent {
+  return {
+    version: "0",
+    config: { server_addr: "http://edge", web_allow_hosts: [] },
+    apiUrl: undefined,
+    ready: new Promise(() => undefined),
+    session: { status: { state: "connecting", reconnects: 0 }, onStatus: () => () => undefined },
+    tunnels: { list: () => [], onChange: () => () => undefined, addTap: () => undefined },
+    stop,
+  } as unknown as Agent;
+}
+
+const aborted = () => {
+  const controller = new AbortController();
+  controller.abort();
+  return controller.signal;
+};
+
+describe("ngrok's keys that mean nothing here", () => {
+  const FILE = "version: 2\nupdate_check: false\nconsole_ui_color: transparent\n";
+  const IGNORED = ["update_check: ignored: Tollgate does not update itself (npm does)", "console_ui_color: ignored: the status screen takes"];
+
+  it("config check names each on a line of its own, then says the file is valid", async () => {
+    const cwd = await dirWith({ "ngrok.yml": FILE });
+    const { out, err, io: cliIo } = io(cwd, {});
+    expect(await runCli(["config", "check", "--config", "ngrok.yml"], cliIo)).toBe(0);
+    const lines = out.join("").trimEnd().split("\n");
+    expect(lines).toEqual([
+      expect.stringContaining(`ngrok.yml:2: ${IGNORED[0]}`),
+      expect.stringContaining(`ngrok.yml:3: ${IGNORED[1]}`),
+      `Valid configuration file at ${join(cwd, "ngrok.yml")}`,
+    ]);
+    expect(err).toEqual([]);
+  });
+
+  it("a run with a log writes each as a warn record there, leaving stderr empty (ngrok's clients take stderr for a failed start)", async () => {
+    const cwd = await dirWith({ "ngrok.yml": FILE });
+    const { out, err, io: cliIo } = io(cwd, {}, { signal: aborted(), startAgent: async () => idleAgent(async () => undefined) });
+    expect(await runCli(["start", "--none", "--config", "ngrok.yml", "--log", "stdout"], cliIo)).toBe(0);
+    const warnings = out
+      .join("")
+      .split("\n")
+      .filter((line) => line.includes('msg="config key ignored"'));
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        /lvl=warn msg="config key ignored" file=\S+ngrok\.yml line=2 key=update_check reason="Tollgate does not update itself \(npm does\)"$/,
+      ),
+      expect.stringMatching(/lvl=warn msg="config key ignored" file=\S+ngrok\.yml line=3 key=console_ui_color reason=/),
+    ]);
+    expect(err).toEqual([]);
+  });
+
+  it("a run without a log says each on stderr", async () => {
+    const cwd = await dirWith({ "ngrok.yml": FILE });
+    const { err, io: cliIo } = io(cwd, {}, { signal: aborted(), startAgent: async () => idleAgent(async () => undefined) });
+    expect(await runCli(["start", "--none", "--config", "ngrok.yml"], cliIo)).toBe(0);
+    expect(err).toEqual([
+      `tollgate: ${join(cwd, "ngrok.yml")}:2: ${IGNORED[0]}\n`,
+      expect.stringContaining(`tollgate: ${join(cwd, "ngrok.yml")}:3: ${IGNORED[1]}`),
+    ]);
+  });
+});
+
 describe("runCli", () => {
   it("leaves the alternate screen even when stopping the agent throws", async () => {
-    const controller = new AbortController();
-    controller.abort();
-    const fakeAgent = {
-      version: "0",
-      config: { server_addr: "http://edge", web_allow_hosts: [] },
-      apiUrl: undefined,
-      ready: new Promise(() => undefined),
-      session: { status: { state: "connecting", reconnects: 0 }, onStatus: () => () => undefined },
-      tunnels: { list: () => [], onChange: () => () => undefined, addTap: () => undefined },
-      stop: () => Promise.reject(new Error("stop failed")),
-    } as unknown as Agent;
-    const { out, io: cliIo } = io(tmpdir(), {}, { signal: controller.signal, startAgent: async () => fakeAgent });
+    const fakeAgent = idleAgent(() => Promise.reject(new Error("stop failed")));
+    const { out, io: cliIo } = io(tmpdir(), {}, { signal: aborted(), startAgent: async () => fakeAgent });
     await expect(runCli(["agent", "http", "3000", "--log", "term"], cliIo)).rejects.toThrow("stop failed");
     expect(out.join("")).toContain("\x1b[?1049h");
     expect(out[out.length - 1]).toBe("\x1b[?25h\x1b[?1049l");

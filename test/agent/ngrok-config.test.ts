@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { startAgent, type Agent } from "../../src/agent/agent.ts";
-import { formatIssue, parseAgentConfig, readConfigFile } from "../../src/agent/settings/load.ts";
+import { formatIssue, formatNotice, parseAgentConfig, readConfigFile } from "../../src/agent/settings/load.ts";
 import { closedPort } from "./support/upstream.ts";
 
 async function check(text: string) {
@@ -65,22 +65,15 @@ tunnels:
 `;
 
 describe("ngrok config files", () => {
-  it("ngrok's v2 example: every key Tollgate refuses is named with its line, in one run", async () => {
+  it("ngrok's v2 example: every key Tollgate refuses is named with its line, in one run (ignored keys are not refused)", async () => {
     const { errors } = await check(NGROK_V2_EXAMPLE);
     expect(errors).toEqual([
       "ngrok.yml:3: api_key: authtoken and api_key differ: Tollgate has one credential (its API key), so give one of them",
-      "ngrok.yml:4: connect_timeout: not supported by Tollgate: the agent's connection timeout is fixed; remove it",
-      "ngrok.yml:6: console_ui_color: not supported by Tollgate: the status screen has no colours; remove it",
       "ngrok.yml:7: dns_resolver_ips: not supported by Tollgate: the agent uses the system resolver; remove it",
-      "ngrok.yml:10: heartbeat_interval: not supported by Tollgate: the edge sets the heartbeat (TUNNEL_HEARTBEAT_MS); remove it",
-      "ngrok.yml:11: heartbeat_tolerance: not supported by Tollgate: the edge sets the heartbeat (TUNNEL_HEARTBEAT_MS); remove it",
       "ngrok.yml:17: proxy_url: not supported by Tollgate: the agent connects to the edge directly; remove it",
-      "ngrok.yml:19: remote_management: not supported by Tollgate: the agent has no remote management; remove it",
       "ngrok.yml:20: root_cas: not supported by Tollgate: the agent trusts Node's CA store; remove it",
       "ngrok.yml:22: tls_client_crt: not supported by Tollgate: the edge authenticates agents by API key, not client certificates; remove it",
       "ngrok.yml:23: tls_client_key: not supported by Tollgate: the edge authenticates agents by API key, not client certificates; remove it",
-      "ngrok.yml:24: update_channel: not supported by Tollgate: Tollgate does not update itself (npm does); remove it",
-      "ngrok.yml:25: update_check: not supported by Tollgate: Tollgate does not update itself (npm does); remove it",
       "ngrok.yml:30: tunnels.website.basic_auth: not supported by Tollgate: basic auth is not a Tollgate tunnel feature; protect the service itself or use a traffic policy",
       "ngrok.yml:32: tunnels.website.schemes: not supported by Tollgate: the edge decides the scheme of public URLs; remove it",
       "ngrok.yml:34: tunnels.website.host_header: not supported by Tollgate: the local service receives the public Host header; remove it",
@@ -89,6 +82,40 @@ describe("ngrok config files", () => {
       "ngrok.yml:43: tunnels.e2etls.key: not supported by Tollgate: Tollgate tunnels carry HTTP(S) only: Cloudflare Workers ingress accepts only HTTP(S)",
       "ngrok.yml:46: tunnels.ssh-access.proto: tcp tunnels are not supported: Tollgate tunnels carry HTTP(S) only: Cloudflare Workers ingress accepts only HTTP(S)",
       "ngrok.yml:47: tunnels.ssh-access.remote_addr: not supported by Tollgate: Tollgate tunnels carry HTTP(S) only: Cloudflare Workers ingress accepts only HTTP(S)",
+    ]);
+  });
+
+  it("reads the keys that mean nothing here, ignoring each with a located notice that says why", async () => {
+    const { result } = await check(
+      "version: 3\nagent:\n  authtoken: tok\n  update_check: false\n  update_channel: stable\n  console_ui_color: transparent\n  heartbeat_interval: 1m\n  heartbeat_tolerance: 5s\n  connect_timeout: 30s\n  crl_noverify: true\n  remote_management: false\n",
+    );
+    expect(result.ok && result.file.config.api_key).toBe("tok");
+    expect(result.ok && result.file.notices.map(formatNotice).map((line) => line.replace(/^.*ngrok\.yml:/, "ngrok.yml:"))).toEqual([
+      "ngrok.yml:4: agent.update_check: ignored: Tollgate does not update itself (npm does)",
+      "ngrok.yml:5: agent.update_channel: ignored: Tollgate does not update itself (npm does)",
+      "ngrok.yml:6: agent.console_ui_color: ignored: the status screen takes the terminal's colours (NO_COLOR turns them off)",
+      "ngrok.yml:7: agent.heartbeat_interval: ignored: the edge sets the heartbeat (TUNNEL_HEARTBEAT_MS)",
+      "ngrok.yml:8: agent.heartbeat_tolerance: ignored: the edge sets the heartbeat (TUNNEL_HEARTBEAT_MS)",
+      "ngrok.yml:9: agent.connect_timeout: ignored: the agent gives the edge 10 s to answer its connection",
+      "ngrok.yml:10: agent.crl_noverify: ignored: the agent checks no certificate revocation list",
+      "ngrok.yml:11: agent.remote_management: ignored: the agent has no remote management",
+    ]);
+  });
+
+  it("ngrok's v2 example: the keys ignored, each with its line", async () => {
+    const { result } = await check(
+      NGROK_V2_EXAMPLE.split("\n")
+        .filter((line) => /^(version|connect_timeout|console_ui_color|heartbeat_\w+|remote_management|update_\w+):/.test(line))
+        .join("\n"),
+    );
+    expect(result.ok && result.file.notices.map((notice) => `${notice.line}: ${notice.path.join(".")}`)).toEqual([
+      "2: connect_timeout",
+      "3: console_ui_color",
+      "4: heartbeat_interval",
+      "5: heartbeat_tolerance",
+      "6: remote_management",
+      "7: update_channel",
+      "8: update_check",
     ]);
   });
 
@@ -159,6 +186,10 @@ describe("ngrok config files", () => {
     ["version: 3\nagent:\n  log_format: xml\n", 'ngrok.yml:3: agent.log_format: must be one of "logfmt", "json", "term"'],
     ["version: 3\nagent:\n  web_addr: 4040\n", "ngrok.yml:3: agent.web_addr: must be host:port"],
     ["version: 2\ntunnels:\n  web:\n    addr: 80\n    colour: red\n", "ngrok.yml:5: tunnels.web.colour: unknown key"],
+    ["version: 3\nagent:\n  update_chek: false\n", "ngrok.yml:3: agent.update_chek: unknown key"],
+    ["version: 2\nupdate-check: false\n", "ngrok.yml:2: update-check: unknown key"],
+    ["version: 3\nagent:\n  remote_management: true\n", "ngrok.yml:3: agent.remote_management: not supported by Tollgate: the agent has no remote management"],
+    ["version: 3\nupdate_check: false\n", "ngrok.yml:2: update_check: belongs under agent: in a version 3 file"],
   ])("refuses by name and line: %j", async (text, error) => {
     const { errors } = await check(text);
     expect(errors.join("\n")).toContain(error);

@@ -17,7 +17,7 @@ export interface SettingsRequest {
   readonly defaultRequired: boolean;
 }
 
-export type SettingsResult = { ok: true; config: AgentConfig; files: string[] } | { ok: false; message: string };
+export type SettingsResult = { ok: true; config: AgentConfig; files: string[]; notices: PolicyIssue[] } | { ok: false; message: string };
 
 /** `--config a.yml --config b.yml,c.yml` → absolute paths, in order. */
 export function configFilesOf(values: FlagValues, cwd: string): { ok: true; files: string[] } | { ok: false; message: string } {
@@ -47,10 +47,13 @@ export async function resolveSettings({ values, cwd, env, defaultFile, defaultRe
 
   const issues: PolicyIssue[] = [];
   const fileValues: Array<Record<string, unknown>> = [];
+  const notices: PolicyIssue[] = [];
   for (const file of files) {
     const read = await readConfigFile(file);
-    if (read.ok) fileValues.push(read.file.value);
-    else issues.push(...read.issues);
+    if (read.ok) {
+      fileValues.push(read.file.value);
+      notices.push(...read.file.notices);
+    } else issues.push(...read.issues);
   }
   if (issues.length > 0) return { ok: false, message: issuesText(issues) };
 
@@ -78,5 +81,5 @@ export async function resolveSettings({ values, cwd, env, defaultFile, defaultRe
         .join("\n"),
     };
   }
-  return { ok: true, config: merged.config, files };
+  return { ok: true, config: merged.config, files, notices };
 }

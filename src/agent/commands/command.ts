@@ -15,7 +15,14 @@ export interface OutputPlan {
 }
 
 export type Command =
-  | { kind: "run"; config: AgentConfig; tunnels: Array<{ name: string; definition: TunnelDefinition }>; output: OutputPlan }
+  | {
+      kind: "run";
+      config: AgentConfig;
+      tunnels: Array<{ name: string; definition: TunnelDefinition }>;
+      output: OutputPlan;
+      /** Config keys read and ignored, to be said once at start-up. */
+      notices: readonly PolicyIssue[];
+    }
   | { kind: "print"; text: string }
   | { kind: "save-credential"; file: string; field: "authtoken" | "api_key"; value: string }
   | { kind: "error"; message: string };

@@ -4,9 +4,9 @@
  */
 
 import { defaultConfigFile } from "../settings/default-config.ts";
-import { readConfigFile } from "../settings/load.ts";
-import type { PolicyIssue } from "../../policy/issues.ts";
+import { formatNotice, readConfigFile } from "../settings/load.ts";
 import { configFilesOf } from "./agent-settings.ts";
+import type { PolicyIssue } from "../../policy/issues.ts";
 import { CREDENTIAL, error, issuesText, type Command, type CommandEnvironment, type FlagValues } from "./command.ts";
 
 /** Checks every file and reports every problem of every file in one run. */
@@ -20,8 +20,13 @@ export async function configCheckCommand(values: FlagValues, { cwd, env }: Comma
   const lines: string[] = [];
   for (const file of files) {
     const read = await readConfigFile(file);
-    if (!read.ok) issues.push(...read.issues);
-    else if (style === "agent") lines.push(`${file}: valid (tunnels: ${Object.keys(read.file.config.tunnels).join(", ") || "none"})`);
+    if (!read.ok) {
+      issues.push(...read.issues);
+      continue;
+    }
+    // The keys ignored come first, each on a line of its own, then the verdict on the file.
+    lines.push(...read.file.notices.map(formatNotice));
+    if (style === "agent") lines.push(`${file}: valid (tunnels: ${Object.keys(read.file.config.tunnels).join(", ") || "none"})`);
     else lines.push(`Valid configuration file at ${file}`);
   }
   if (issues.length > 0) return error(issuesText(issues));

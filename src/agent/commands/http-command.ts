@@ -61,5 +61,5 @@ export async function httpCommand(
   const name = values.name ?? "command_line";
   const nameOk = tunnelNameSchema.safeParse(name);
   if (!nameOk.success) return error(`--name: ${nameOk.error.issues[0]?.message}`);
-  return { kind: "run", config: settings.config, tunnels: [{ name, definition: checked.data }], output: output.output };
+  return { kind: "run", config: settings.config, tunnels: [{ name, definition: checked.data }], output: output.output, notices: settings.notices };
 }

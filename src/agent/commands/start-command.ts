@@ -22,7 +22,7 @@ export async function startCommand(names: readonly string[], values: FlagValues,
     defaultRequired: style === "agent",
   });
   if (!settings.ok) return error(settings.message);
-  const { config, files } = settings;
+  const { config, files, notices } = settings;
   const output = outputPlan(values, config, style);
   if (!output.ok) return error(output.message);
 
@@ -35,5 +35,5 @@ export async function startCommand(names: readonly string[], values: FlagValues,
   for (const name of chosen) {
     if (!config.tunnels[name]) return error(`no tunnel '${name}' in ${where} (tunnels: ${available.join(", ") || "none"})`);
   }
-  return { kind: "run", config, tunnels: chosen.map((name) => ({ name, definition: config.tunnels[name] })), output: output.output };
+  return { kind: "run", config, tunnels: chosen.map((name) => ({ name, definition: config.tunnels[name] })), output: output.output, notices };
 }

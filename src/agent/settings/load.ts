@@ -65,6 +65,8 @@ export interface ConfigFile {
   readonly value: Record<string, unknown>;
   /** The file validated on its own. */
   readonly config: AgentConfig;
+  /** ngrok keys read and ignored, located; each message is the reason. */
+  readonly notices: PolicyIssue[];
 }
 
 export type ConfigFileResult = { ok: true; file: ConfigFile } | { ok: false; issues: PolicyIssue[] };
@@ -81,7 +83,8 @@ export async function readConfigFile(file: string): Promise<ConfigFileResult> {
   const checked = parseAgentConfig(translation.value, file, lineOf, translation.sourcePath);
   const issues = [...refused, ...(checked.ok ? [] : checked.issues)];
   if (issues.length > 0 || !checked.ok) return { ok: false, issues: sortIssues(issues) };
-  return { ok: true, file: { file, format: translation.format, value: translation.value, config: checked.config } };
+  const notices = translation.notices.map((notice) => ({ ...notice, file, line: lineOf(notice.path) }));
+  return { ok: true, file: { file, format: translation.format, value: translation.value, config: checked.config, notices } };
 }
 
 /** Reads one config file (the single-file form of {@link readConfigFiles}). */
@@ -125,3 +128,8 @@ export function parseTunnelDefinition(value: unknown): DefinitionResult {
 }
 
 export { formatIssue };
+
+/** `ngrok.yml:25: update_check: ignored: Tollgate does not update itself (npm does)` */
+export function formatNotice(notice: PolicyIssue): string {
+  return formatIssue({ ...notice, message: `ignored: ${notice.message}` });
+}

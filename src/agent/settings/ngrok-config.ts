@@ -1,7 +1,8 @@
 /**
- * ngrok agent config files (v2 and v3) read as Tollgate config: each key ngrok documents is either mapped
- * onto Tollgate's meaning or refused by name (never ignored), and every Tollgate path remembers where it
- * came from in the file, so later errors point at the ngrok key the user wrote.
+ * ngrok agent config files (v2 and v3) read as Tollgate config: each key ngrok documents is mapped onto
+ * Tollgate's meaning, ignored with a notice when it has no meaning here and ignoring it changes nothing the
+ * user relies on, or refused by name; unknown keys are refused. Every Tollgate path remembers where it came
+ * from in the file, so later errors point at the ngrok key the user wrote.
  */
 
 import type { PathSegment, PolicyIssue } from "../../policy/issues.ts";
@@ -14,6 +15,8 @@ export interface Translation {
   readonly value: Record<string, unknown>;
   /** Problems found while mapping: refused keys and values, by their path in the file. */
   readonly issues: Array<Omit<PolicyIssue, "file" | "line">>;
+  /** Keys read and ignored (they mean nothing here), by their path in the file; the message is the reason. */
+  readonly notices: Array<Omit<PolicyIssue, "file" | "line">>;
   /** Where a Tollgate path came from in the file. */
   sourcePath(path: readonly PathSegment[]): PathSegment[];
 }
@@ -37,19 +40,31 @@ const AGENT_KEYS: Record<string, string> = {
   console_ui: "console_ui",
 };
 
-/** Agent-level keys ngrok documents that Tollgate refuses, with the reason. */
+/**
+ * Agent-level keys ngrok documents that mean nothing to Tollgate and whose absence changes nothing the user
+ * relies on (updates, colours, timings the edge decides): read, ignored, and named in a notice.
+ */
+const IGNORED_AGENT_KEYS: Record<string, string> = {
+  update_check: "Tollgate does not update itself (npm does)",
+  update_channel: "Tollgate does not update itself (npm does)",
+  console_ui_color: "the status screen takes the terminal's colours (NO_COLOR turns them off)",
+  heartbeat_interval: "the edge sets the heartbeat (TUNNEL_HEARTBEAT_MS)",
+  heartbeat_tolerance: "the edge sets the heartbeat (TUNNEL_HEARTBEAT_MS)",
+  connect_timeout: "the agent gives the edge 10 s to answer its connection",
+  crl_noverify: "the agent checks no certificate revocation list",
+};
+
+/**
+ * Agent-level keys ngrok documents that Tollgate refuses, with the reason: ignoring them would change where
+ * or how the agent connects, or whom it trusts.
+ */
 const REFUSED_AGENT_KEYS: Record<string, string> = {
-  update_check: "Tollgate does not update itself (npm does); remove it",
-  update_channel: "Tollgate does not update itself (npm does); remove it",
-  heartbeat_interval: "the edge sets the heartbeat (TUNNEL_HEARTBEAT_MS); remove it",
-  heartbeat_tolerance: "the edge sets the heartbeat (TUNNEL_HEARTBEAT_MS); remove it",
-  console_ui_color: "the status screen has no colours; remove it",
   proxy_url: "the agent connects to the edge directly; remove it",
   root_cas: "the agent trusts Node's CA store; remove it",
   connect_cas: "the agent trusts Node's CA store; remove it",
   tls_client_crt: "the edge authenticates agents by API key, not client certificates; remove it",
   tls_client_key: "the edge authenticates agents by API key, not client certificates; remove it",
-  remote_management: "the agent has no remote management; remove it",
+  remote_management: "the agent has no remote management; remove it (false is accepted)",
   dns_resolver_ips: "the agent uses the system resolver; remove it",
   connect_timeout: "the agent's connection timeout is fixed; remove it",
   connect_interface: "the agent uses the system's route to the edge; remove it",
@@ -106,6 +121,7 @@ function subdomainOf(value: unknown): { ok: true; label: string } | { ok: false;
 class Mapper {
   readonly value: Record<string, unknown> = {};
   readonly issues: Array<Omit<PolicyIssue, "file" | "line">> = [];
+  readonly notices: Array<Omit<PolicyIssue, "file" | "line">> = [];
   private readonly moves: Array<[PathSegment[], PathSegment[]]> = [];
 
   set(target: PathSegment[], value: unknown, source: PathSegment[]): void {
@@ -124,6 +140,10 @@ class Mapper {
     this.issues.push({ path, message });
   }
 
+  ignore(path: PathSegment[], reason: string): void {
+    this.notices.push({ path, message: reason });
+  }
+
   sourcePath = (path: readonly PathSegment[]): PathSegment[] => {
     let best: [PathSegment[], PathSegment[]] | undefined;
     for (const move of this.moves) {
@@ -138,6 +158,10 @@ class Mapper {
 function mapAgentKeys(mapper: Mapper, section: Record<string, unknown>, at: PathSegment[]): void {
   for (const [key, value] of Object.entries(section)) {
     const target = AGENT_KEYS[key];
+    if (IGNORED_AGENT_KEYS[key] !== undefined || (key === "remote_management" && value === false)) {
+      mapper.ignore([...at, key], IGNORED_AGENT_KEYS[key] ?? "the agent has no remote management");
+      continue;
+    }
     if (target === undefined) {
       mapper.refuse([...at, key], REFUSED_AGENT_KEYS[key] ? `not supported by Tollgate: ${REFUSED_AGENT_KEYS[key]}` : "unknown key");
       continue;
@@ -233,6 +257,7 @@ export function translateConfig(value: unknown): Translation {
       format,
       value: isMap(value) ? value : value === null || value === undefined ? {} : (value as Record<string, unknown>),
       issues: [],
+      notices: [],
       sourcePath: (path) => [...path],
     };
   }
@@ -244,7 +269,8 @@ export function translateConfig(value: unknown): Translation {
       else mapper.refuse([key], "must be a map (authtoken, connect_url, web_addr, …)");
     } else if (format === "ngrok-v3" && key === "endpoints") mapEndpoints(mapper, entry, [key]);
     else if (format === "ngrok-v2") mapAgentKeys(mapper, { [key]: entry }, []);
-    else mapper.refuse([key], AGENT_KEYS[key] ? `belongs under agent: in a version 3 file` : "unknown key");
+    else if (AGENT_KEYS[key] ?? IGNORED_AGENT_KEYS[key] ?? REFUSED_AGENT_KEYS[key]) mapper.refuse([key], "belongs under agent: in a version 3 file");
+    else mapper.refuse([key], "unknown key");
   }
-  return { format, value: mapper.value, issues: mapper.issues, sourcePath: mapper.sourcePath };
+  return { format, value: mapper.value, issues: mapper.issues, notices: mapper.notices, sourcePath: mapper.sourcePath };
 }
