@@ -29,6 +29,7 @@
 import { BucketIdCache } from "./bucket-id-cache.ts";
 import { DecisionLog } from "./decision-log.ts";
 import { IngressMemo } from "./ingress-memo.ts";
+import type { BatcherStats } from "./shard-batcher.ts";
 import type { LeaseDecision, LeaseReturn, WindowDecision } from "./sliding-window.ts";
 
 /** Longest bucket id accepted: ids are hashes (43 characters of base64url for SHA-256), never raw keys. */
@@ -77,7 +78,8 @@ interface BucketMemory {
   refillAt: number;
 }
 
-export interface BucketStats {
+export interface BucketStats extends BatcherStats {
+  /** Requests (and renewals) that needed the store: each is one take, and takes share store calls (shard-batcher.ts). */
   objectCalls: number;
   /** Of the object calls, the renewals sent after a response, which no request waited for. */
   renewalsAhead: number;
@@ -113,7 +115,7 @@ function leasedAdmission(memory: BucketMemory, now: number): WindowDecision {
 }
 
 export class IsolateBuckets {
-  readonly stats: BucketStats = { objectCalls: 0, renewalsAhead: 0, cachedRejections: 0, leasedAdmissions: 0 };
+  readonly stats: BucketStats = { objectCalls: 0, renewalsAhead: 0, cachedRejections: 0, leasedAdmissions: 0, storeCalls: 0, storeTakes: 0 };
   readonly now: () => number;
   /** Which limited decisions get a log line (one per bucket per second), on the same clock. */
   readonly decisionLog: DecisionLog;

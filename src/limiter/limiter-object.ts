@@ -1,58 +1,123 @@
-/** RateLimiter: the Durable Object holding one bucket's sliding window; a thin shell over sliding-window.ts. */
+/**
+ * RateLimiter: the Durable Object holding many buckets of one rate-limit action (see bucket-shards.ts for which):
+ * a thin shell giving bucket-table.ts the object's SQLite table, the clock and the alarm that deletes expired rows.
+ */
 
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
-import { emptyWindow, expiresAt, take, type LeaseDecision, type LeaseReturn, type WindowSpec, type WindowState } from "./sliding-window.ts";
+import { BucketTable, type BucketRow, type RowStore, type TakeRequest } from "./bucket-table.ts";
+import { MAX_BUCKET_ID_LENGTH } from "./isolate-buckets.ts";
+import type { LeaseDecision } from "./sliding-window.ts";
 
-interface StoredWindow {
-  state: WindowState;
-  windowMs: number;
+/** Most takes one call may carry (the isolate's batches are at most this long: see shard-batcher.ts). */
+export const MAX_TAKES_PER_CALL = 256;
+/**
+ * Expired rows are deleted at most this often: a row past its expiry is never counted (its admissions have
+ * left the window), so deleting it later only keeps it on disk longer, and one alarm deletes many.
+ */
+const EVICTION_INTERVAL_MS = 5000;
+
+/** Sub-windows stored flat, [start, end, count, …]: a third of the JSON of the objects. */
+function encode(row: BucketRow): string {
+  return JSON.stringify(row.state.subWindows.flatMap((sub) => [sub.start, sub.end, sub.count]));
 }
 
-const STORAGE_KEY = "window";
+function decode(windowMs: number, text: string): BucketRow {
+  const flat = JSON.parse(text) as number[];
+  const subWindows = [];
+  for (let i = 0; i + 2 < flat.length; i += 3) subWindows.push({ start: flat[i]!, end: flat[i + 1]!, count: flat[i + 2]! });
+  return { windowMs, state: { subWindows } };
+}
+
+function sqlRows(sql: SqlStorage): RowStore {
+  sql.exec("CREATE TABLE IF NOT EXISTS buckets (id TEXT PRIMARY KEY, window_ms INTEGER NOT NULL, expires INTEGER NOT NULL, state TEXT NOT NULL) WITHOUT ROWID");
+  sql.exec("CREATE INDEX IF NOT EXISTS buckets_by_expiry ON buckets (expires)");
+  return {
+    read(id) {
+      const rows = sql.exec<{ window_ms: number; state: string }>("SELECT window_ms, state FROM buckets WHERE id = ?", id).toArray();
+      return rows.length === 0 ? undefined : decode(rows[0]!.window_ms, rows[0]!.state);
+    },
+    write(id, row, expires) {
+      sql.exec(
+        "INSERT INTO buckets (id, window_ms, expires, state) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET window_ms = excluded.window_ms, expires = excluded.expires, state = excluded.state",
+        id,
+        row.windowMs,
+        expires,
+        encode(row),
+      );
+    },
+    remove(id) {
+      sql.exec("DELETE FROM buckets WHERE id = ?", id);
+    },
+    removeExpired(now) {
+      return sql
+        .exec<{ id: string }>("DELETE FROM buckets WHERE expires <= ? RETURNING id", now)
+        .toArray()
+        .map((row) => row.id);
+    },
+    earliestExpiry() {
+      const [row] = sql.exec<{ earliest: number | null }>("SELECT MIN(expires) AS earliest FROM buckets").toArray();
+      return row?.earliest ?? undefined;
+    },
+  };
+}
 
 export class RateLimiter extends DurableObject<Env> {
-  private stored: StoredWindow;
-  private alarmAt: number | null = null;
+  private rows: RowStore;
+  private table: BucketTable;
+  /** When the alarm is set for, as far as this instance knows (undefined: not read yet since it started). */
+  private alarmAt: number | null | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.stored = ctx.storage.kv.get<StoredWindow>(STORAGE_KEY) ?? { state: emptyWindow, windowMs: 0 };
+    this.rows = sqlRows(ctx.storage.sql);
+    this.table = new BucketTable(this.rows);
   }
 
   /**
-   * Counts one request and, if asked, leases further admissions to the calling isolate for
-   * `leaseMs` (see `take` in sliding-window.ts): one storage write serves many requests. `returned`:
-   * leased admissions the isolate gives back unused. `forRequest` false: a lease asked for ahead, with no
-   * request of its own. The whole decision runs without yielding, so it is atomic.
+   * Decides a batch of takes, in order (see `take` in sliding-window.ts: each counts one request and may lease
+   * further admissions to the calling isolate, or hand leased ones back). Runs without yielding, so every
+   * decision is atomic and the batch's writes are one transaction.
    */
-  take(spec: WindowSpec, want: number, leaseMs: number, returned?: LeaseReturn, forRequest = true): LeaseDecision {
-    const now = Date.now();
-    const { decision, state } = take(this.stored.state, now, spec, want, leaseMs, returned, forRequest === true);
-    this.stored = { state, windowMs: spec.windowMs };
-    if (decision.granted > 0 || (returned && returned.count > 0)) {
-      this.ctx.storage.kv.put(STORAGE_KEY, this.stored);
-      this.scheduleCleanup();
+  takeAll(requests: readonly TakeRequest[]): LeaseDecision[] {
+    if (!Array.isArray(requests) || requests.length > MAX_TAKES_PER_CALL) throw new RangeError(`a call carries at most ${MAX_TAKES_PER_CALL} takes`);
+    for (const request of requests) {
+      if (typeof request.id !== "string" || request.id.length === 0 || request.id.length > MAX_BUCKET_ID_LENGTH) {
+        throw new RangeError(`bucket ids are hashes of 1 to ${MAX_BUCKET_ID_LENGTH} characters`);
+      }
     }
-    return decision;
+    const now = Date.now();
+    const { decisions, earliestWritten } = this.table.takeAll(requests, now);
+    if (earliestWritten !== undefined) this.scheduleEviction(earliestWritten, now);
+    return decisions;
   }
 
-  /** Idle buckets delete themselves once every admission has left the window. */
+  /** Deletes expired buckets; an object left with none deletes its storage (older versions' included). */
   override async alarm(): Promise<void> {
+    const now = Date.now();
     this.alarmAt = null;
-    const expiry = expiresAt(this.stored.state, this.stored.windowMs);
-    if (expiry === undefined || expiry <= Date.now()) {
-      this.stored = { state: emptyWindow, windowMs: 0 };
+    this.table.evict(now);
+    const next = this.rows.earliestExpiry();
+    if (next === undefined) {
       await this.ctx.storage.deleteAll();
+      // deleteAll drops the table too; the object may be called again at once.
+      this.rows = sqlRows(this.ctx.storage.sql);
+      this.table = new BucketTable(this.rows);
       return;
     }
-    this.scheduleCleanup();
+    this.scheduleEviction(next, now);
   }
 
-  private scheduleCleanup(): void {
-    const expiry = expiresAt(this.stored.state, this.stored.windowMs);
-    if (expiry === undefined || this.alarmAt !== null) return;
-    this.alarmAt = expiry;
-    void this.ctx.storage.setAlarm(expiry);
+  private scheduleEviction(expires: number, now: number): void {
+    if (this.alarmAt === undefined) {
+      // First write since the instance started: an alarm set earlier may be later than this row's expiry.
+      this.alarmAt = null;
+      const earliest = this.rows.earliestExpiry();
+      if (earliest !== undefined && earliest < expires) expires = earliest;
+    }
+    const at = Math.max(expires, now + EVICTION_INTERVAL_MS);
+    if (this.alarmAt !== null && this.alarmAt <= at) return;
+    this.alarmAt = at;
+    void this.ctx.storage.setAlarm(at);
   }
 }

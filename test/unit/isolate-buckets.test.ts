@@ -382,7 +382,7 @@ describe("isolate bucket memory", () => {
     expect(buckets.consult("b")).toEqual({ decision: { allowed: false, remaining: 0, retryAfterMs: 40_000, resetMs: 40_000, refillMs: 40_000 } });
     now = 42_000;
     expect(buckets.consult("b")).toMatchObject({ sent: 42_000 });
-    expect(buckets.stats).toEqual({ objectCalls: 2, renewalsAhead: 0, cachedRejections: 1, leasedAdmissions: 0 });
+    expect(buckets.stats).toMatchObject({ objectCalls: 2, renewalsAhead: 0, cachedRejections: 1, leasedAdmissions: 0 });
   });
 
   it("a bucket busy in the previous lease period asks for that many admissions, and uses them before its deadline", () => {

@@ -1,77 +1,118 @@
 import { abortAllDurableObjects, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import type { TakeRequest } from "../../src/limiter/bucket-table.ts";
+import { MAX_TAKES_PER_CALL } from "../../src/limiter/limiter-object.ts";
+import type { LeaseReturn, WindowSpec } from "../../src/limiter/sliding-window.ts";
 import { limiterBehaviour } from "../shared/limiter-behaviour.ts";
 
-let buckets = 0;
+let objects = 0;
 function freshStub() {
-  return env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(`limiter-object-test-${buckets++}-${Math.random()}`));
+  return env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(`limiter-object-test-${objects++}-${Math.random()}`));
 }
+type Stub = ReturnType<typeof freshStub>;
+
+/** One take of bucket `id` in its own call. */
+async function takeOne(stub: Stub, id: string, spec: WindowSpec, want = 1, leaseMs = 0, returned?: LeaseReturn, forRequest = true) {
+  const [decision] = await stub.takeAll([{ id, spec, want, leaseMs, returned, forRequest }]);
+  return decision!;
+}
+
+const bucketCount = (stub: Stub) =>
+  runInDurableObject(stub, (_instance, state) => state.storage.sql.exec("SELECT COUNT(*) AS n FROM buckets").one().n as number);
 
 limiterBehaviour("RateLimiter Durable Object", () => {
   const stub = freshStub();
-  return async (spec) => stub.take(spec, 1, 0);
+  return async (spec) => takeOne(stub, "bucket", spec);
 });
 
-describe("RateLimiter Durable Object", () => {
-  it("keeps its window when the object is evicted and recreated", async () => {
+describe("RateLimiter Durable Object: many buckets per object", () => {
+  it("keeps each bucket's window apart, and a batch decides in order", async () => {
     const stub = freshStub();
-    const spec = { capacity: 3, windowMs: 60_000 };
-    await stub.take(spec, 1, 0);
-    await stub.take(spec, 1, 0);
-    await abortAllDurableObjects();
-    const restarted = env.RATE_LIMITER.get(stub.id);
-    expect(await restarted.take(spec, 1, 0)).toMatchObject({ allowed: true, remaining: 0 });
-    expect((await restarted.take(spec, 1, 0)).allowed).toBe(false);
+    const spec = { capacity: 2, windowMs: 60_000 };
+    const take = (id: string): TakeRequest => ({ id, spec, want: 1, leaseMs: 0, forRequest: true });
+    const decisions = await stub.takeAll([take("a"), take("b"), take("a"), take("a"), take("b")]);
+    expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, false, true]);
+    expect(decisions.map((d) => d.remaining)).toEqual([1, 1, 0, 0, 0]);
+    expect(await bucketCount(stub)).toBe(2);
   });
 
-  it("schedules a clean-up alarm at the end of the window, and an idle bucket deletes itself", async () => {
+  it("keeps its windows when the object is evicted and recreated", async () => {
+    const stub = freshStub();
+    const spec = { capacity: 3, windowMs: 60_000 };
+    await takeOne(stub, "x", spec);
+    await takeOne(stub, "x", spec);
+    await takeOne(stub, "y", spec);
+    await abortAllDurableObjects();
+    const restarted = env.RATE_LIMITER.get(stub.id);
+    expect(await takeOne(restarted, "x", spec)).toMatchObject({ allowed: true, remaining: 0 });
+    expect((await takeOne(restarted, "x", spec)).allowed).toBe(false);
+    expect(await takeOne(restarted, "y", spec)).toMatchObject({ allowed: true, remaining: 1 });
+  });
+
+  it("refuses a call over its bounds: too many takes, an id that is not a hash", async () => {
+    const stub = freshStub();
+    const spec = { capacity: 3, windowMs: 60_000 };
+    const many = Array.from({ length: MAX_TAKES_PER_CALL + 1 }, (_, i): TakeRequest => ({ id: `b${i}`, spec, want: 1, leaseMs: 0, forRequest: true }));
+    await expect(stub.takeAll(many)).rejects.toThrow(`at most ${MAX_TAKES_PER_CALL} takes`);
+    await expect(takeOne(stub, "k".repeat(65_536), spec)).rejects.toThrow("bucket ids are hashes");
+    expect(await bucketCount(stub)).toBe(0);
+  });
+
+  it("schedules eviction at the end of the window, deletes expired buckets only, and an empty object its storage", async () => {
     const stub = freshStub();
     const before = Date.now();
-    await stub.take({ capacity: 10, windowMs: 60_000 }, 1, 0);
+    await takeOne(stub, "old", { capacity: 10, windowMs: 60_000 });
+    await takeOne(stub, "new", { capacity: 10, windowMs: 120_000 });
     const alarm = await runInDurableObject(stub, (_instance, state) => state.storage.getAlarm());
     expect(alarm).not.toBeNull();
     expect(alarm!).toBeGreaterThanOrEqual(before + 60_000);
     expect(alarm!).toBeLessThanOrEqual(Date.now() + 61_000);
 
-    // Make the stored window old, as if `rate` had passed, then let the alarm run.
+    // Age "old" as if its window had passed, then let the alarm run on a fresh instance.
     await runInDurableObject(stub, (_instance, state) => {
-      const stored = state.storage.kv.get<{ state: { subWindows: Array<{ start: number; end: number; count: number }> }; windowMs: number }>("window")!;
-      stored.state.subWindows = stored.state.subWindows.map((sub) => ({ ...sub, start: sub.start - 120_000, end: sub.end - 120_000 }));
-      state.storage.kv.put("window", stored);
+      state.storage.sql.exec("UPDATE buckets SET expires = expires - 120000, state = '[0,1,1]' WHERE id = 'old'");
     });
-    await abortAllDurableObjects(); // the next instance reads the aged window from storage
+    await abortAllDurableObjects();
     const fresh = env.RATE_LIMITER.get(stub.id);
     expect(await runDurableObjectAlarm(fresh)).toBe(true);
-    const keys = await runInDurableObject(fresh, (_instance, state) => [...state.storage.kv.list()].length);
-    expect(keys).toBe(0);
+    expect(await bucketCount(fresh)).toBe(1);
+    expect(await runInDurableObject(fresh, (_instance, state) => state.storage.getAlarm())).not.toBeNull();
+
+    await runInDurableObject(fresh, (_instance, state) => {
+      state.storage.sql.exec("UPDATE buckets SET expires = 1, state = '[0,1,1]'");
+    });
+    expect(await runDurableObjectAlarm(fresh)).toBe(true);
+    // deleteAll dropped the table; the object still answers at once, with a fresh window.
+    expect(await takeOne(fresh, "new", { capacity: 10, windowMs: 120_000 })).toMatchObject({ allowed: true, remaining: 9 });
   });
 
-  it("an alarm before the window ends keeps the bucket and re-arms", async () => {
+  it("cleans up an object a version with one bucket per object left behind", async () => {
     const stub = freshStub();
-    await stub.take({ capacity: 10, windowMs: 60_000 }, 1, 0);
+    await runInDurableObject(stub, async (_instance, state) => {
+      state.storage.kv.put("window", { state: { subWindows: [{ start: 0, end: 1, count: 1 }] }, windowMs: 60_000 });
+      await state.storage.setAlarm(Date.now() + 60_000);
+    });
     expect(await runDurableObjectAlarm(stub)).toBe(true);
-    const [keys, alarm] = await runInDurableObject(stub, async (_instance, state) => [[...state.storage.kv.list()].length, await state.storage.getAlarm()]);
-    expect(keys).toBe(1);
-    expect(alarm).not.toBeNull();
+    expect(await runInDurableObject(stub, (_instance, state) => [...state.storage.kv.list()].length)).toBe(0);
   });
 
   it("leases ahead without deciding a request, and keeps the lease counted across a restart", async () => {
     const stub = freshStub();
     const spec = { capacity: 1_000, windowMs: 60_000 };
-    const ahead = await stub.take(spec, 40, 1_000, undefined, false);
+    const ahead = await takeOne(stub, "b", spec, 40, 1_000, undefined, false);
     expect(ahead).toMatchObject({ allowed: true, granted: 40, remaining: 960 });
     await abortAllDurableObjects();
-    expect(await env.RATE_LIMITER.get(stub.id).take(spec, 1, 0)).toMatchObject({ allowed: true, remaining: 959 });
+    expect(await takeOne(env.RATE_LIMITER.get(stub.id), "b", spec)).toMatchObject({ allowed: true, remaining: 959 });
   });
 
   it("takes back leased admissions handed back unused, and keeps that across a restart", async () => {
     const stub = freshStub();
     const spec = { capacity: 200, windowMs: 60_000 };
-    const leased = await stub.take(spec, 20, 1_000);
+    const leased = await takeOne(stub, "b", spec, 20, 1_000);
     expect(leased).toMatchObject({ allowed: true, granted: 20, remaining: 180 });
-    const back = await stub.take(spec, 1, 1_000, { start: leased.leaseStart, count: 19 });
+    const back = await takeOne(stub, "b", spec, 1, 1_000, { start: leased.leaseStart, count: 19 });
     expect(back).toMatchObject({ allowed: true, remaining: 198 });
     await abortAllDurableObjects();
-    expect(await env.RATE_LIMITER.get(stub.id).take(spec, 1, 0)).toMatchObject({ allowed: true, remaining: 197 });
+    expect(await takeOne(env.RATE_LIMITER.get(stub.id), "b", spec)).toMatchObject({ allowed: true, remaining: 197 });
   });
 });

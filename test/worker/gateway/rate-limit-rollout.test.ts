@@ -201,7 +201,7 @@ describe("Analytics Engine data points", () => {
     for (const routes of [enforced, enforced, shadow, shadow]) await (await send(routes, request("192.0.2.9"), overrides)).body?.cancel();
     const failing = {
       idFromName: (name: string) => env.RATE_LIMITER.idFromName(name),
-      get: () => ({ take: () => Promise.reject(new Error("object exploded")) }),
+      get: () => ({ takeAll: () => Promise.reject(new Error("object exploded")) }),
     } as unknown as Env["RATE_LIMITER"];
     vi.spyOn(console, "error").mockImplementation(() => undefined);
     await (await send(enforced, request("192.0.2.10"), { ...overrides, RATE_LIMITER: failing })).body?.cancel();

@@ -1,0 +1,196 @@
+/**
+ * `npm run bench:scale`: per-client limits with many clients. In one workerd, a limit keyed by a request header
+ * is loaded with K = 1 … 10,000 active keys (each touched once before the measured run), then with every request
+ * a first touch (100,000 keys), then a flood (capacity 10 per 60 s) spread over 10,000 keys checked against the
+ * exact oracle for every key. Each point is a ratio to the bare route measured just before and after it, with
+ * object calls per request, requests passed uncounted and the workerd process's resident memory.
+ */
+
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { setTimeout as sleep } from "node:timers/promises";
+import { bundleWorker } from "./bundle.ts";
+import { fromEnv } from "./config.ts";
+import { runKeyedLoad, type KeyedLoadResult } from "./keyed-load.ts";
+import { runLoad } from "./load.ts";
+import { type ObservedAdmission, overAdmittedObserved } from "./oracle.ts";
+import { memoryOf } from "./process-cpu.ts";
+import { FAIL_OPEN_MARKER } from "./stack.ts";
+import { startUpstream } from "./upstream.ts";
+import { hostWorker } from "./workerd.ts";
+
+const ROOT = resolve(fileURLToPath(import.meta.url), "../..");
+const SECONDS = fromEnv("BENCH_DURATION", 5, { min: 1 });
+const CONNECTIONS = fromEnv("BENCH_CONNECTIONS", 50, { min: 1 });
+const IDLE_SECONDS = fromEnv("BENCH_IDLE_SECONDS", 75);
+const FLOOD_KEYS = fromEnv("BENCH_FLOOD_KEYS", 10_000, { min: 1 });
+const FLOOD_CAPACITY = 10;
+const WINDOW_MS = 60_000;
+const HEADER = "x-client";
+const ACTIVE_KEYS = (process.env.BENCH_KEYS ?? "1,100,1000,10000").split(",").map(Number);
+const progress = (message: string) => process.stderr.write(`· ${message}\n`);
+
+function files(origin: string): Record<string, string> {
+  const limit = (name: string, capacity: number) =>
+    [
+      "inbound:",
+      "  - actions:",
+      "      - type: rate-limit",
+      "        config:",
+      `          name: ${name}`,
+      `          capacity: ${capacity}`,
+      "          rate: 60s",
+      `          bucket_key: ["req.headers['${HEADER}']"]`,
+      "",
+    ].join("\n");
+  const route = (id: string, path: string, policy?: string) => [
+    `      - id: edghtsrt_${id}`,
+    `        match: ${path}`,
+    `        upstream: ${origin}`,
+    ...(policy ? [`        traffic_policy: ${policy}`] : []),
+  ];
+  const gateway = [
+    "edges:",
+    "  - id: edghts_scale",
+    '    hostnames: ["127.0.0.1", "localhost"]',
+    "    routes:",
+    ...route("bare", "/bare"),
+    ...route("keyed", "/keyed", "scale-keyed.yaml"),
+    ...route("flood", "/flood", "scale-flood.yaml"),
+    "",
+  ];
+  return {
+    "policies/gateway.yaml": gateway.join("\n"),
+    "policies/scale-keyed.yaml": limit("scale-keyed", 1_000_000),
+    "policies/scale-flood.yaml": limit("scale-flood", FLOOD_CAPACITY),
+  };
+}
+
+interface Point {
+  readonly label: string;
+  readonly ratio: number;
+  readonly result: KeyedLoadResult;
+  readonly bareP99: number;
+  readonly callsPerRequest: number;
+  readonly uncounted: number;
+  readonly rssMiB: number;
+}
+
+const mib = (bytes: number) => bytes / 1024 / 1024;
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), "tollgate-scale-"));
+  const upstream = await startUpstream();
+  const script = await bundleWorker({ entry: join(ROOT, "src/worker.ts"), outdir: join(dir, "gateway"), policyFiles: files(upstream.origin) });
+  const host = await hostWorker({
+    name: "tollgate",
+    wranglerConfig: join(ROOT, "wrangler.toml"),
+    script,
+    vars: { TOLLGATE_DEBUG_STATS: "1" },
+    persistDir: join(dir, "state"),
+    countLinesContaining: [FAIL_OPEN_MARKER],
+  });
+  const rss = () => (host.pid === undefined ? Number.NaN : mib(memoryOf(host.pid)?.rss ?? Number.NaN));
+  const calls = async () => ((await (await fetch(`${host.url}/__tollgate/stats`)).json()) as { objectCalls: number }).objectCalls;
+  const load = { connections: CONNECTIONS, durationSeconds: SECONDS, header: HEADER };
+  const points: Point[] = [];
+  let run = 0;
+  try {
+    await runLoad(`${host.url}/bare`, { connections: CONNECTIONS, durationSeconds: 1 });
+    /** A measured keyed run between two bare runs. */
+    const measure = async (
+      label: string,
+      path: string,
+      nextKey: () => string,
+      onAnswer?: (key: string, status: number, sent: number, answered: number) => void,
+    ) => {
+      const before = await runLoad(`${host.url}/bare`, { connections: CONNECTIONS, durationSeconds: SECONDS });
+      const [callsBefore, failOpenBefore] = [await calls(), host.linesContaining(FAIL_OPEN_MARKER)];
+      const result = await runKeyedLoad(`${host.url}${path}`, { ...load, nextKey, onAnswer });
+      const [callsAfter, failOpenAfter] = [await calls(), host.linesContaining(FAIL_OPEN_MARKER)];
+      const after = await runLoad(`${host.url}/bare`, { connections: CONNECTIONS, durationSeconds: SECONDS });
+      const bare = (before.requestsPerSecond + after.requestsPerSecond) / 2;
+      const point = {
+        label,
+        ratio: result.requestsPerSecond / bare,
+        result,
+        bareP99: (before.p99 + after.p99) / 2,
+        callsPerRequest: (callsAfter - callsBefore) / Math.max(1, result.requests),
+        uncounted: failOpenAfter - failOpenBefore,
+        rssMiB: rss(),
+      };
+      points.push(point);
+      progress(
+        `${label}: ${point.ratio.toFixed(2)} × bare, ${result.requestsPerSecond.toFixed(0)} req/s, ${point.callsPerRequest.toFixed(3)} calls/request, ${point.uncounted} uncounted, RSS ${point.rssMiB.toFixed(0)} MiB`,
+      );
+      return point;
+    };
+    /** Round-robin over `count` keys of this run; the first pass touches each once before the measured run. */
+    const roundRobin = async (count: number) => {
+      const prefix = `k${run++}-`;
+      let next = 0;
+      const nextKey = () => `${prefix}${next++ % count}`;
+      while (next < count) await runKeyedLoad(`${host.url}/keyed`, { ...load, durationSeconds: 2, nextKey });
+      return nextKey;
+    };
+    for (const keys of ACTIVE_KEYS) await measure(`${keys.toLocaleString("en")} active keys`, "/keyed", await roundRobin(keys));
+
+    const rssBeforeFirstTouch = rss();
+    let fresh = 0;
+    const firstTouch = await measure("every request a first touch", "/keyed", () => `fresh-${fresh++}`);
+    const rssPer10k = ((firstTouch.rssMiB - rssBeforeFirstTouch) / Math.max(1, firstTouch.result.requests)) * 10_000;
+
+    progress(`flood over ${FLOOD_KEYS.toLocaleString("en")} keys, capacity ${FLOOD_CAPACITY} per 60 s: filling`);
+    const admissions = new Map<string, ObservedAdmission[]>();
+    const record = (key: string, status: number, sent: number, answered: number) => {
+      if (status !== 200) return;
+      const list = admissions.get(key) ?? [];
+      list.push({ sent, answered });
+      admissions.set(key, list);
+    };
+    let floodNext = 0;
+    const floodKey = () => `flood-${floodNext++ % FLOOD_KEYS}`;
+    const fillStarted = Date.now();
+    while (floodNext < FLOOD_KEYS * (FLOOD_CAPACITY + 2))
+      await runKeyedLoad(`${host.url}/flood`, { ...load, durationSeconds: 2, nextKey: floodKey, onAnswer: record });
+    const fillSeconds = (Date.now() - fillStarted) / 1000;
+    const flood = await measure(`flood over ${FLOOD_KEYS.toLocaleString("en")} keys, every key limited`, "/flood", floodKey, record);
+    let over = 0;
+    let admitted = 0;
+    for (const list of admissions.values()) {
+      admitted += list.length;
+      over += overAdmittedObserved(list, FLOOD_CAPACITY, WINDOW_MS);
+    }
+
+    progress(`idle ${IDLE_SECONDS} s (buckets expire after their window)`);
+    const rssBeforeIdle = rss();
+    await sleep(IDLE_SECONDS * 1000);
+    const rssAfterIdle = rss();
+
+    const lines = [
+      "",
+      `Scale bench: ${CONNECTIONS} connections × ${SECONDS} s per run; each point's ratio is to the bare route measured just before and after it.`,
+      "",
+      "| point | × bare | req/s | p99 − bare (ms) | object calls / request | uncounted | 429s | workerd RSS (MiB) |",
+      "|---|---:|---:|---:|---:|---:|---:|---:|",
+      ...points.map(
+        (p) =>
+          `| ${p.label} | ${p.ratio.toFixed(2)} | ${p.result.requestsPerSecond.toFixed(0)} | ${(p.result.p99 - p.bareP99).toFixed(0)} | ${p.callsPerRequest.toFixed(3)} | ${p.uncounted} | ${p.result.limited} | ${p.rssMiB.toFixed(0)} |`,
+      ),
+      "",
+      `RSS growth per 10,000 new buckets (first-touch point): ${rssPer10k.toFixed(1)} MiB`,
+      `Flood: filling every key took ${fillSeconds.toFixed(0)} s; ${admitted} admissions over ${admissions.size} keys, ${over} certainly over capacity (oracle, every key); limited point ${flood.ratio.toFixed(2)} × bare`,
+      `Idle ${IDLE_SECONDS} s: RSS ${rssBeforeIdle.toFixed(0)} → ${rssAfterIdle.toFixed(0)} MiB`,
+    ];
+    process.stdout.write(`${lines.join("\n")}\n`);
+    if (points.some((p) => p.uncounted > 0 || p.result.failures > 0)) process.stderr.write(`gateway output:\n${host.recentOutput()}\n`);
+  } finally {
+    await host.close();
+    await upstream.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();

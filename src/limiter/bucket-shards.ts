@@ -1,0 +1,26 @@
+/**
+ * Which store object holds a bucket. Buckets are spread over SHARDS_PER_ACTION objects per (ingress instance,
+ * scope, action): a bounded number of objects whatever the number of clients, each holding many buckets, so a
+ * client's first request is a small call into an object that is already warm, and a flood spread over many keys
+ * lands on a few objects instead of creating one per key. Spreading one action over several objects keeps one
+ * busy limit from queueing on a single object (one object runs one call at a time).
+ */
+
+import type { BucketName } from "./bucket-id.ts";
+
+/** Objects one rate-limit action's buckets are spread over, per ingress instance. A divisor of 64 (see `shardIndex`). */
+export const SHARDS_PER_ACTION = 16;
+
+const BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/** The shard of a bucket id (unpadded base64url of a SHA-256): its first character, 6 uniform bits. */
+export function shardIndex(bucketId: string, shards = SHARDS_PER_ACTION): number {
+  const value = BASE64URL.indexOf(bucketId[0] ?? "");
+  if (value < 0) throw new RangeError("a bucket id is unpadded base64url");
+  return value % shards;
+}
+
+/** The name of the object holding the bucket `bucketId` of `name`'s ingress, scope and action. */
+export function shardName({ ingress, scope, action }: Omit<BucketName, "key">, bucketId: string): string {
+  return JSON.stringify([ingress, scope, action, shardIndex(bucketId)]);
+}

@@ -1,0 +1,66 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { Env } from "../../src/env.ts";
+import { durableObjectCounter } from "../../src/gateway/limiter-client.ts";
+import { SHARDS_PER_ACTION } from "../../src/limiter/bucket-shards.ts";
+import { IsolateBuckets } from "../../src/limiter/isolate-buckets.ts";
+import type { CountResult, RateLimitCounter } from "../../src/policy/exchange.ts";
+
+const KEYS = 10_000;
+const CAPACITY = 3;
+const spec = { capacity: CAPACITY, windowMs: 60_000 };
+
+/** The rate-limiter namespace, recording the names of the objects asked for. */
+function recordingNamespace(names: Set<string>): Env["RATE_LIMITER"] {
+  return {
+    idFromName: (name: string) => {
+      names.add(name);
+      return env.RATE_LIMITER.idFromName(name);
+    },
+    get: (id: DurableObjectId) => env.RATE_LIMITER.get(id),
+  } as unknown as Env["RATE_LIMITER"];
+}
+
+/** One request for every key, 1,000 in flight at a time. */
+async function inSlices(counter: RateLimitCounter, seen: (key: string, result: CountResult) => void): Promise<void> {
+  for (let start = 0; start < KEYS; start += 1_000) {
+    const keys = Array.from({ length: 1_000 }, (_, i) => `client-${start + i}`);
+    const results = await Promise.all(keys.map((key) => counter.count({ scope: "route:flood", action: "per-key", key }, spec)));
+    for (const [i, result] of results.entries()) seen(keys[i]!, result);
+  }
+}
+
+describe("a flood spread over 10,000 keys", () => {
+  it("limits every key at its capacity, counts every request, and uses a bounded number of objects", async () => {
+    const names = new Set<string>();
+    const ingress = `many-keys-${Math.random()}`;
+    const buckets = new IsolateBuckets();
+    const counter = durableObjectCounter({ ...env, RATE_LIMITER: recordingNamespace(names) } as Env, ingress, buckets);
+    const admitted = new Map<string, number>();
+    let failures = 0;
+    // CAPACITY + 1 rounds over every key, 1,000 requests in flight at a time: as a flood's concurrent requests would.
+    for (let round = 0; round <= CAPACITY; round++) {
+      await inSlices(counter, (key, result) => {
+        if (!result.ok) failures++;
+        else if (result.decision.allowed) admitted.set(key, (admitted.get(key) ?? 0) + 1);
+      });
+    }
+    expect(failures).toBe(0);
+    expect(admitted.size).toBe(KEYS);
+    expect([...admitted.values()].every((count) => count === CAPACITY)).toBe(true);
+    expect(names.size).toBeLessThanOrEqual(SHARDS_PER_ACTION);
+    // Calls carry many takes each: far fewer calls than requests that reached the store.
+    expect(buckets.stats.storeTakes).toBeGreaterThanOrEqual(KEYS * CAPACITY);
+    expect(buckets.stats.storeCalls).toBeLessThan(buckets.stats.storeTakes / 10);
+
+    // The counts live in the store, not in this isolate's memory: a fresh isolate is limited too.
+    const other = durableObjectCounter(env, ingress, new IsolateBuckets());
+    let admittedAgain = 0;
+    await inSlices(other, (_key, result) => {
+      if (!result.ok) failures++;
+      else if (result.decision.allowed) admittedAgain++;
+    });
+    expect(failures).toBe(0);
+    expect(admittedAgain).toBe(0);
+  }, 120_000);
+});
