@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Bundles the local agent (src/agent/main.ts and what it imports) into build/agent/tollgate.mjs, with the
 // inspector's static files beside it, so the packed package runs on plain Node: no TypeScript toolchain at
-// run time. npm packages stay external (they are the package's dependencies). Run by `npm pack` (prepack).
+// run time. npm packages stay external (they are the package's dependencies). Run by `npm pack` and
+// `npm publish` (prepack), which is why .npmrc leaves npm's scripts on.
 import { build } from "esbuild";
 import { cpSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";

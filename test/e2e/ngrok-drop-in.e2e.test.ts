@@ -94,6 +94,16 @@ describe("the installed package", () => {
 });
 
 describe("the published ngrok npm package, unmodified", () => {
+  it("getVersion() reads the agent's version from `ngrok --version`", async () => {
+    const { version } = JSON.parse(await readFile(fileURLToPath(new URL("../../package.json", import.meta.url)), "utf8")) as { version: string };
+    vi.stubEnv("TOLLGATE_TEST_NGROK", join(agent.ngrokDir, "ngrok"));
+    try {
+      expect(await ngrok.getVersion({ binPath: () => WRAPPER_DIR })).toBe(version);
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+
   it("connect() saves the authtoken, starts the agent, and returns a public URL that reaches the local server; getApi() lists it; disconnect() and kill() clean up", async () => {
     const configHome = await mkdtemp(join(tmpdir(), "tollgate-xdg-"));
     const configFile = join(configHome, "tollgate", "agent.yml");
@@ -158,6 +168,17 @@ describe("ngrok's own config files", () => {
       { timeout: 30_000, interval: 100 },
     );
     expect(started).toMatchObject({ lvl: "info", obj: "tunnels", name: "website", url: `http://myapp.localhost:${edge.port}` });
+    // The keys that mean nothing here are read, and each is named once in the log.
+    const ignored = run.lines.map((text) => JSON.parse(text) as Record<string, string>).filter((record) => record.msg === "config key ignored");
+    expect(ignored.map((record) => record.key)).toEqual([
+      "connect_timeout",
+      "console_ui_color",
+      "heartbeat_interval",
+      "heartbeat_tolerance",
+      "remote_management",
+      "update_channel",
+      "update_check",
+    ]);
     const answer = await fetchPublic(edge.url, started.url, "/v2");
     expect(jsonOf(answer)).toMatchObject({ url: "/v2" });
     await stopGroup(run.child);
