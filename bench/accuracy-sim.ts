@@ -6,7 +6,8 @@
  * under-admission can be measured one by one before a real run confirms them.
  */
 
-import { IsolateBuckets, LEASE_MS } from "../src/limiter/isolate-buckets.ts";
+import { LEASE_MS } from "../src/limiter/bucket-memory.ts";
+import { IsolateBuckets } from "../src/limiter/isolate-buckets.ts";
 import { emptyWindow, take, type WindowSpec, type WindowState } from "../src/limiter/sliding-window.ts";
 import { type Burst, burstySchedule } from "./accuracy.ts";
 import { overAdmittedAtPoints, slidingLogDecisions } from "./oracle.ts";

@@ -9,7 +9,8 @@
 import type { Env } from "../env.ts";
 import { shardName } from "../limiter/bucket-shards.ts";
 import type { TakeRequest } from "../limiter/bucket-table.ts";
-import { type IsolateBuckets, LEASE_MS, type ObjectCall } from "../limiter/isolate-buckets.ts";
+import { LEASE_MS } from "../limiter/bucket-memory.ts";
+import type { IsolateBuckets, ObjectCall } from "../limiter/isolate-buckets.ts";
 import { MAX_TAKES_PER_CALL } from "../limiter/limiter-object.ts";
 import { ShardBatcher } from "../limiter/shard-batcher.ts";
 import type { LeaseDecision, WindowSpec } from "../limiter/sliding-window.ts";

@@ -3,7 +3,8 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { bucketId } from "../../src/limiter/bucket-id.ts";
-import { BUCKET_ENTRY_BYTES, IsolateBuckets, LEASE_MS, MAX_BUCKET_ID_LENGTH } from "../../src/limiter/isolate-buckets.ts";
+import { LEASE_MS } from "../../src/limiter/bucket-memory.ts";
+import { BUCKET_ENTRY_BYTES, IsolateBuckets, MAX_BUCKET_ID_LENGTH } from "../../src/limiter/isolate-buckets.ts";
 import { emptyWindow, live, take, type LeaseDecision, type WindowState } from "../../src/limiter/sliding-window.ts";
 import { maxInAnyWindow } from "./support/sliding-log.ts";
 

@@ -5,7 +5,8 @@
  */
 
 import { bucketId } from "../../../src/limiter/bucket-id.ts";
-import { IsolateBuckets, LEASE_MS } from "../../../src/limiter/isolate-buckets.ts";
+import { LEASE_MS } from "../../../src/limiter/bucket-memory.ts";
+import { IsolateBuckets } from "../../../src/limiter/isolate-buckets.ts";
 import { emptyWindow, take, type WindowSpec, type WindowState } from "../../../src/limiter/sliding-window.ts";
 import type { AfterResponse, BucketRef, CountResult, RateLimitCounter } from "../../../src/policy/exchange.ts";
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { Env } from "../../../src/env.ts";
 import type { IsolateState } from "../../../src/gateway/pipeline.ts";
 import { upstreamHandlers } from "../../../src/worker.ts";
-import { LEASE_MS } from "../../../src/limiter/isolate-buckets.ts";
+import { LEASE_MS } from "../../../src/limiter/bucket-memory.ts";
 import { bucketId } from "../../../src/limiter/bucket-id.ts";
 import { shardName } from "../../../src/limiter/bucket-shards.ts";
 import type { TakeRequest } from "../../../src/limiter/bucket-table.ts";

@@ -1,0 +1,132 @@
+/**
+ * One bucket's record in an isolate's memory (isolate-buckets.ts) and the lease arithmetic on it: pure
+ * functions of the record and the time.
+ */
+
+import type { WindowDecision } from "./sliding-window.ts";
+
+/** How long leased admissions may be used. */
+export const LEASE_MS = 1000;
+/** Leased admissions are given up this long before the object's deadline, for clock differences. */
+export const LEASE_MARGIN_MS = 100;
+/**
+ * Most admissions asked for in one lease. A lease is sized by the previous lease period's demand, so a busy
+ * bucket calls its object about once a period (4096: up to about 4,000 requests a second from one isolate);
+ * unused admissions are handed back, and `take` never leases more than a tenth of the room.
+ */
+const MAX_LEASE = 4096;
+/** Requests in one epoch that make a bucket busy before its epoch is over (see `observe`). */
+export const BUSY_EPOCH = 32;
+/** A lease is renewed when 1/RENEW_AT of a lease period's demand, or of the period, is left (see `renewalDue`). */
+const RENEW_AT = 4;
+
+export interface BucketMemory {
+  /** The bucket admits nothing before this time (0: not known to be limited). */
+  blockedUntil: number;
+  /** Admissions leased to this isolate and not used yet, usable while now < useBy (0 once the deadline has passed). */
+  slots: number;
+  useBy: number;
+  /** The object's sub-window the current lease (all of `slots`) is recorded in. */
+  leaseStart: number;
+  /** Leased admissions to hand back with the next object call: `returnCount` of the sub-window at `returnStart`. */
+  returnStart: number;
+  returnCount: number;
+  /** Requests seen in the current and the previous lease epoch: the demand a lease is sized by. */
+  epoch: number;
+  seenThisEpoch: number;
+  seenLastEpoch: number;
+  /** When the lease request in flight was sent (0: none in flight). */
+  askedAt: number;
+  /** What the object last said: admissions it had not handed out, and when more would become available. */
+  objectRemaining: number;
+  refillAt: number;
+}
+
+/** A bucket this isolate has not seen yet. */
+export function newBucketMemory(): BucketMemory {
+  return {
+    blockedUntil: 0,
+    slots: 0,
+    useBy: 0,
+    leaseStart: 0,
+    returnStart: 0,
+    returnCount: 0,
+    epoch: 0,
+    seenThisEpoch: 0,
+    seenLastEpoch: 0,
+    askedAt: 0,
+    objectRemaining: 0,
+    refillAt: 0,
+  };
+}
+
+/**
+ * A decision answered with a leased admission. `remaining` is what the object had not handed out when it
+ * last answered plus what this isolate still holds leased: the same count an object answer carries.
+ */
+export function leasedAdmission(memory: BucketMemory, now: number): WindowDecision {
+  return { allowed: true, remaining: memory.objectRemaining + memory.slots, retryAfterMs: 0, resetMs: 0, refillMs: Math.max(0, memory.refillAt - now) };
+}
+
+/** Renew early once less than a quarter of a lease period's demand, or of the period, is left. */
+export function renewalDue(memory: BucketMemory, now: number, want: number): boolean {
+  if (memory.slots === 0 || now >= memory.useBy) return false;
+  return memory.slots <= want / RENEW_AT || memory.useBy - now <= LEASE_MS / RENEW_AT;
+}
+
+/**
+ * Moves what the current lease still holds to the hand-back: taking back admissions that never happened cannot
+ * over-admit. Only one sub-window's hand-back is kept; an older one still pending is given up (it only stays counted).
+ */
+function retire(memory: BucketMemory): void {
+  if (memory.slots === 0) return;
+  if (memory.returnCount > 0 && memory.returnStart === memory.leaseStart) memory.returnCount += memory.slots;
+  else {
+    memory.returnStart = memory.leaseStart;
+    memory.returnCount = memory.slots;
+  }
+  memory.slots = 0;
+}
+
+/** Past the deadline, the lease's unused admissions go to the hand-back. */
+export function expire(memory: BucketMemory, now: number): void {
+  if (now >= memory.useBy) retire(memory);
+}
+
+/**
+ * Takes in `count` admissions leased until `useBy`, recorded in the object's sub-window starting at `start`. The new
+ * lease replaces the one held (renewed early): that one's remaining admissions are handed back, never used past
+ * their own deadline.
+ */
+export function lease(memory: BucketMemory, now: number, useBy: number, start: number, count: number): void {
+  retire(memory);
+  if (now >= useBy) {
+    // A slow answer, past its own deadline: none of it may be used, all of it goes back.
+    memory.slots = count;
+    memory.leaseStart = start;
+    retire(memory);
+    return;
+  }
+  memory.slots = count;
+  memory.useBy = useBy;
+  memory.leaseStart = start;
+}
+
+/**
+ * Counts the request in its epoch and returns how many admissions a lease should ask for: the previous epoch's
+ * requests; once this epoch has seen BUSY_EPOCH requests, the requests of the last lease period estimated from
+ * both epochs (a sliding-window count), so a bucket that turns busy gets leases within its first period instead
+ * of after it, while short bursts (which leave leases unused) are still decided one by one.
+ */
+export function observe(memory: BucketMemory, now: number): number {
+  const epoch = Math.floor(now / LEASE_MS);
+  if (epoch !== memory.epoch) {
+    memory.seenLastEpoch = epoch === memory.epoch + 1 ? memory.seenThisEpoch : 0;
+    memory.seenThisEpoch = 0;
+    memory.epoch = epoch;
+  }
+  memory.seenThisEpoch++;
+  if (memory.seenThisEpoch < BUSY_EPOCH) return Math.min(MAX_LEASE, Math.max(1, memory.seenLastEpoch));
+  const previousShare = 1 - (now - epoch * LEASE_MS) / LEASE_MS;
+  return Math.min(MAX_LEASE, Math.max(memory.seenLastEpoch, Math.floor(memory.seenThisEpoch + memory.seenLastEpoch * previousShare)));
+}
