@@ -1,15 +1,15 @@
 /**
- * The web inspector in a real browser: headless Chromium (the @sparticuz/chromium npm package) driven by
- * playwright-core, against the agent and a real edge (`wrangler dev`) and local service, with three
- * tunnels (two to the service, one to a port nothing listens on). Screenshots go to
- * test-artifacts/inspector/ (not committed): empty state, three tunnels with mixed traffic, a failed
- * exchange, a bad modified replay, the status page, and the steps between.
+ * The web inspector in a real browser: headless Chromium (the one test/browser/chromium-choice.ts finds, on
+ * x86-64 Linux the @sparticuz/chromium npm package) driven by playwright-core, against the agent and a real
+ * edge (`wrangler dev`) and local service, with three tunnels (two to the service, one to a port nothing
+ * listens on). Screenshots go to test-artifacts/inspector/ (not committed): empty state, three tunnels with
+ * mixed traffic, a failed exchange, a bad modified replay, the status page, and the steps between.
  */
 
 import { mkdir } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startAgent, type Agent } from "../../src/agent/agent.ts";
 import { parseAgentConfig } from "../../src/agent/settings/load.ts";
 import { closedPort, startUpstream, type Upstream } from "../agent/support/upstream.ts";
@@ -27,41 +27,6 @@ let browser: Browser;
 let page: Page;
 let publicUrl: string;
 let urls: Record<string, string>;
-
-beforeAll(async () => {
-  await mkdir(ARTIFACTS, { recursive: true });
-  // Each one is assigned as soon as it is up, so that afterAll stops it even if another fails to start.
-  await allStarted(
-    Edge.start().then((started) => (edge = started)),
-    startUpstream().then((started) => (upstream = started)),
-    launchChromium().then((started) => (browser = started)),
-  );
-  const parsed = parseAgentConfig({ server_addr: edge.url, web_addr: "127.0.0.1:0" });
-  if (!parsed.ok) throw new Error("bad test config");
-  const down = await closedPort();
-  agent = await startAgent({
-    config: parsed.config,
-    tunnels: [
-      { name: "web", definition: { addr: String(upstream.port), inspect: true } },
-      { name: "api", definition: { addr: String(upstream.port), inspect: true } },
-      { name: "down", definition: { addr: String(down), inspect: true } },
-    ],
-  });
-  const started = await agent.ready;
-  urls = Object.fromEntries(started.map((tunnel) => [tunnel.name, tunnel.publicUrl!]));
-  publicUrl = urls.web;
-  page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  page.on("pageerror", (error) => console.error("inspector page error:", error));
-});
-
-afterAll(() =>
-  stopAll(
-    () => browser?.close(),
-    () => agent?.stop(),
-    () => upstream?.close(),
-    () => edge?.dispose(),
-  ),
-);
 
 /** Polls patiently: the whole suite shares two cores with workerd. */
 const poll = <T>(probe: () => T | Promise<T>) => expect.poll(probe, { timeout: 15_000, interval: 50 });
@@ -86,7 +51,45 @@ const placeholderFits = (selector: string) =>
     return context.measureText(field.placeholder).width <= room;
   });
 
-describe("the inspector page in Chromium", () => {
+/** Picked once per run by test/browser/chromium-setup.ts, which says why when there is none. */
+const chromium = inject("chromium");
+
+describe.skipIf(chromium.kind === "none")("the inspector page in Chromium", () => {
+  beforeAll(async () => {
+    await mkdir(ARTIFACTS, { recursive: true });
+    // Each one is assigned as soon as it is up, so that afterAll stops it even if another fails to start.
+    await allStarted(
+      Edge.start().then((started) => (edge = started)),
+      startUpstream().then((started) => (upstream = started)),
+      launchChromium(chromium).then((started) => (browser = started)),
+    );
+    const parsed = parseAgentConfig({ server_addr: edge.url, web_addr: "127.0.0.1:0" });
+    if (!parsed.ok) throw new Error("bad test config");
+    const down = await closedPort();
+    agent = await startAgent({
+      config: parsed.config,
+      tunnels: [
+        { name: "web", definition: { addr: String(upstream.port), inspect: true } },
+        { name: "api", definition: { addr: String(upstream.port), inspect: true } },
+        { name: "down", definition: { addr: String(down), inspect: true } },
+      ],
+    });
+    const started = await agent.ready;
+    urls = Object.fromEntries(started.map((tunnel) => [tunnel.name, tunnel.publicUrl!]));
+    publicUrl = urls.web;
+    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    page.on("pageerror", (error) => console.error("inspector page error:", error));
+  });
+
+  afterAll(() =>
+    stopAll(
+      () => browser?.close(),
+      () => agent?.stop(),
+      () => upstream?.close(),
+      () => edge?.dispose(),
+    ),
+  );
+
   it("shows a request live, opens it, replays it as is and modified, filters, shows tunnel status, and clears", async () => {
     await page.goto(`${agent.apiUrl}/`);
     await poll(() => page.textContent("#live")).toBe("live");
