@@ -1,7 +1,12 @@
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 import { createHash } from "node:crypto";
+import { workerdLogToFile } from "./test/support/workerd-log.ts";
 import { TEST_KEYS } from "./test/worker/management/keys.ts";
+
+// The pool reads wrangler.toml and .dev.vars through wrangler, which says "Using secrets defined in .dev.vars"
+// once per worker test file; warnings and errors still show.
+process.env.WRANGLER_LOG ??= "warn";
 
 /** Management API keys of the worker tests, in the TOLLGATE_API_KEYS format (account:sha256 hex). */
 const testApiKeys = Object.values(TEST_KEYS)
@@ -13,6 +18,8 @@ const processGroups = "test/support/process-groups-setup.ts";
 
 export default defineConfig({
   test: {
+    // What tests print (the decision log, errors that tests provoke on purpose) is shown for failed tests only.
+    silent: "passed-only",
     // vitest's default on 2 cores is 1 worker, which runs every file in series; the e2e and browser files
     // mostly wait on wrangler dev and the network, so 3 files at a time fit 2 cores (npm test took 111 s here).
     maxWorkers: 3,
@@ -46,13 +53,14 @@ export default defineConfig({
         },
       },
       {
-        // The inspector page in headless Chromium via playwright-core, against a real edge. Chromium comes from
-        // the @sparticuz/chromium npm package (test/browser/chromium.ts): `npm install` is all it needs.
+        // The inspector page in headless Chromium via playwright-core, against a real edge. The Chromium is one
+        // that needs no download (test/browser/chromium-choice.ts): on x86-64 Linux the @sparticuz/chromium npm
+        // package, elsewhere Playwright's or the system's; without one the test skips and says why in one line.
         test: {
           name: "browser",
           environment: "node",
           include: ["test/browser/**/*.test.ts"],
-          globalSetup: [processGroups],
+          globalSetup: [processGroups, "test/browser/chromium-setup.ts"],
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },
@@ -64,6 +72,7 @@ export default defineConfig({
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: { bindings: { RATE_LIMIT_TIMEOUT_MS: "2000", TUNNEL_BODY_CHANNEL_WAIT_MS: "3000", TOLLGATE_API_KEYS: testApiKeys } },
           }),
+          workerdLogToFile(),
         ],
         test: {
           name: "worker",
