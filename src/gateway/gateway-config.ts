@@ -1,7 +1,7 @@
 /** policies/gateway.yaml: edges (host names) and their routes, each with an upstream and a traffic policy. */
 
 import { z } from "zod";
-import { compilePolicy, emptyPolicy, loadPolicy, type CompiledPolicy } from "../policy/compile.ts";
+import { compilePolicy, emptyPolicy, loadPolicy, type CompiledPolicy, type CompileResult } from "../policy/compile.ts";
 import type { PathSegment, PolicyIssue } from "../policy/issues.ts";
 import { readSource } from "../policy/source.ts";
 import { fromZodIssues } from "../policy/zod-issues.ts";
@@ -35,12 +35,16 @@ export const gatewayConfigSchema = z.strictObject({
   edges: z.array(edgeSchema, { error: "must be a list of edges" }).min(1, "must have at least 1 edge"),
 });
 
+/** A route's traffic policy, or the located issues that keep it from loading. */
+export type RoutePolicy = { readonly ok: true; readonly policy: CompiledPolicy } | { readonly ok: false; readonly issues: readonly PolicyIssue[] };
+
 export interface Route {
   readonly edgeId: string;
   readonly id: string;
   readonly match: string;
   readonly upstream: Upstream;
-  readonly policy: CompiledPolicy;
+  /** Compiled at load or on the first call (see GatewayLoadOptions.policies); the same answer on every call. */
+  policy(): RoutePolicy;
 }
 
 export interface Edge {
@@ -51,8 +55,6 @@ export interface Edge {
 
 export interface GatewayConfig {
   readonly edges: readonly Edge[];
-  /** Every policy file under policies/ other than gateway.yaml, compiled (tunnels may name them). */
-  readonly policies: ReadonlyMap<string, CompiledPolicy>;
 }
 
 export type GatewayConfigResult = { ok: true; config: GatewayConfig } | { ok: false; issues: PolicyIssue[] };
@@ -63,18 +65,54 @@ export interface GatewayLoadOptions {
    * name under it would be shadowed by (or claimable as) a tunnel and is refused.
    */
   readonly tunnelDomain?: string;
+  /**
+   * "at-load" (the default: policy:check, the build, tests): every policy file and inline policy is compiled
+   * and every issue reported. "on-first-use" (the Worker): gateway.yaml is checked at load, and a route's policy
+   * compiled when the route first asks for it, so an isolate's first request does not compile every file;
+   * `onPolicyIssues` hears the issues of a policy that does not compile, once.
+   */
+  readonly policies?: "at-load" | "on-first-use";
+  readonly onPolicyIssues?: (issues: readonly PolicyIssue[]) => void;
 }
+
+/** Compiles on the first call and answers the same afterwards. */
+function once(compile: () => CompileResult, onIssues: (issues: readonly PolicyIssue[]) => void): () => RoutePolicy {
+  let outcome: RoutePolicy | undefined;
+  return () => {
+    if (outcome) return outcome;
+    const result = compile();
+    outcome = result.ok ? { ok: true, policy: result.policy } : { ok: false, issues: result.issues };
+    if (!outcome.ok) onIssues(outcome.issues);
+    return outcome;
+  };
+}
+
+const ALWAYS_EMPTY: RoutePolicy = Object.freeze({ ok: true, policy: emptyPolicy });
 
 /** Loads the gateway from the bundled files (path under the repository → text); reports every issue at once. */
 export function loadGatewayConfig(files: Readonly<Record<string, string>>, options: GatewayLoadOptions = {}): GatewayConfigResult {
   const tunnelDomain = options.tunnelDomain ?? "";
+  const atLoad = options.policies !== "on-first-use";
   const issues: PolicyIssue[] = [];
-  const policies = new Map<string, CompiledPolicy>();
+  // At load, issues are collected below; on first use, the caller hears them.
+  const onIssues = atLoad ? () => {} : (options.onPolicyIssues ?? (() => {}));
+  /** Compiles now (at load, collecting its issues) or wraps it for first use. */
+  const policyOf = (compile: () => CompileResult): (() => RoutePolicy) => {
+    const policy = once(compile, onIssues);
+    if (atLoad) {
+      const outcome = policy();
+      if (!outcome.ok) issues.push(...outcome.issues);
+    }
+    return policy;
+  };
+  // One compilation per file, shared by the routes that name it.
+  const policies = new Map<string, () => RoutePolicy>();
   for (const [file, text] of Object.entries(files)) {
-    if (file === GATEWAY_FILE) continue;
-    const result = loadPolicy(text, file);
-    if (result.ok) policies.set(file, result.policy);
-    else issues.push(...result.issues);
+    if (file !== GATEWAY_FILE)
+      policies.set(
+        file,
+        policyOf(() => loadPolicy(text, file)),
+      );
   }
 
   const text = files[GATEWAY_FILE];
@@ -86,7 +124,11 @@ export function loadGatewayConfig(files: Readonly<Record<string, string>>, optio
   const issue = (path: PathSegment[], message: string) => issues.push({ ...place(path), path, message });
 
   const parsed = gatewayConfigSchema.safeParse(value);
-  if (!parsed.success) return { ok: false, issues: [...issues, ...fromZodIssues(parsed.error.issues, value, place)] };
+  if (!parsed.success) {
+    const schemaIssues = fromZodIssues(parsed.error.issues, value, place);
+    // Inline policies are checked all the same, so one run of policy:check reports everything.
+    return { ok: false, issues: inFileOrder(files, [...issues, ...schemaIssues, ...inlinePolicyIssues(value, lineOf)]) };
+  }
 
   const edges: Edge[] = [];
   const edgeIds = new Set<string>();
@@ -117,13 +159,38 @@ export function loadGatewayConfig(files: Readonly<Record<string, string>>, optio
       matches.add(match);
       const upstream = parseUpstream(routeDoc.upstream);
       if (!upstream.ok) issue(at("upstream"), upstream.message);
-      const policy = routePolicy(routeDoc.traffic_policy, at("traffic_policy"), policies, files, lineOf, issues);
+      const policy = routePolicy(routeDoc.traffic_policy, at("traffic_policy"), policies, policyOf, lineOf, issues);
       if (upstream.ok && policy) routes.push({ edgeId: edgeDoc.id, id: routeDoc.id, match, upstream: upstream.upstream, policy });
     });
     edges.push({ id: edgeDoc.id, hostnames: edgeDoc.hostnames, routes });
   });
 
-  return issues.length > 0 ? { ok: false, issues } : { ok: true, config: { edges, policies } };
+  return issues.length > 0 ? { ok: false, issues: inFileOrder(files, issues) } : { ok: true, config: { edges } };
+}
+
+/** Issues by file, in the order of `files` (gateway.yaml where it sits), then by line; stable otherwise. */
+function inFileOrder(files: Readonly<Record<string, string>>, issues: readonly PolicyIssue[]): PolicyIssue[] {
+  const order = new Map(Object.keys(files).map((file, index) => [file, index]));
+  const rank = (issue: PolicyIssue) => order.get(issue.file ?? "") ?? order.size;
+  return [...issues].sort((a, b) => rank(a) - rank(b) || (a.line ?? 0) - (b.line ?? 0));
+}
+
+/** The issues of every inline policy of a gateway.yaml whose own schema failed (their routes are not built). */
+function inlinePolicyIssues(value: unknown, lineOf: (path: readonly PathSegment[]) => number | undefined): PolicyIssue[] {
+  const list = (container: unknown, key: string): unknown[] => {
+    const items = container !== null && typeof container === "object" ? (container as Record<string, unknown>)[key] : undefined;
+    return Array.isArray(items) ? items : [];
+  };
+  const out: PolicyIssue[] = [];
+  for (const [edgeIndex, edge] of list(value, "edges").entries()) {
+    for (const [routeIndex, route] of list(edge, "routes").entries()) {
+      const reference = route !== null && typeof route === "object" ? (route as Record<string, unknown>).traffic_policy : undefined;
+      if (reference === null || typeof reference !== "object" || Array.isArray(reference)) continue;
+      const result = compilePolicy(reference, { file: GATEWAY_FILE, lineOf, prefix: ["edges", edgeIndex, "routes", routeIndex, "traffic_policy"] });
+      if (!result.ok) out.push(...result.issues);
+    }
+  }
+  return out;
 }
 
 /** `api.<domain>` and `*.<domain>` (or deeper) are tunnel hosts; `*` and wider wildcards only fall back behind them. */
@@ -137,19 +204,21 @@ function normalizePrefix(prefix: string): string {
   return prefix.length > 1 ? prefix.replace(/\/+$/, "") : prefix;
 }
 
+/** The route's policy (undefined, with an issue, when it names no policy file). */
 function routePolicy(
   reference: string | Record<string, unknown> | undefined,
   path: PathSegment[],
-  policies: ReadonlyMap<string, CompiledPolicy>,
-  files: Readonly<Record<string, string>>,
+  policies: ReadonlyMap<string, () => RoutePolicy>,
+  policyOf: (compile: () => CompileResult) => () => RoutePolicy,
   lineOf: (path: readonly PathSegment[]) => number | undefined,
   issues: PolicyIssue[],
-): CompiledPolicy | undefined {
-  if (reference === undefined) return emptyPolicy;
+): (() => RoutePolicy) | undefined {
+  if (reference === undefined) return () => ALWAYS_EMPTY;
   if (typeof reference === "string") {
     const file = `policies/${reference.replace(/^(\.\/)?(policies\/)?/, "")}`;
-    if (file === GATEWAY_FILE || !(file in files)) {
-      const known = Object.keys(files).filter((name) => name !== GATEWAY_FILE);
+    const policy = policies.get(file);
+    if (!policy) {
+      const known = [...policies.keys()];
       issues.push({
         file: GATEWAY_FILE,
         line: lineOf(path),
@@ -158,10 +227,7 @@ function routePolicy(
       });
       return undefined;
     }
-    return policies.get(file); // undefined when the file itself failed; its issues are already reported
+    return policy;
   }
-  const result = compilePolicy(reference, { file: GATEWAY_FILE, lineOf, prefix: path });
-  if (result.ok) return result.policy;
-  issues.push(...result.issues);
-  return undefined;
+  return policyOf(() => compilePolicy(reference, { file: GATEWAY_FILE, lineOf, prefix: path }));
 }

@@ -1,9 +1,12 @@
-/** The gateway config of this isolate: compiled once from the files bundled at build time. */
+/**
+ * The gateway config of this isolate, from the files bundled at build time: gateway.yaml checked on the first
+ * request, each route's policy compiled when the route first serves (the build has checked them all).
+ */
 
 import { policyFiles } from "../generated/policy-files.ts";
-import { ErrorCode, ServiceError } from "../errors.ts";
-import { formatIssue } from "../policy/issues.ts";
+import type { ServiceError } from "../errors.ts";
 import { loadGatewayConfig, type GatewayConfig } from "./gateway-config.ts";
+import { policyLoadError, policyLoadLogLine } from "./policy-error.ts";
 import { buildRouteTable, type RouteTable } from "./route-table.ts";
 
 export interface LoadedGateway {
@@ -15,16 +18,19 @@ type Loaded = { ok: true; gateway: LoadedGateway } | { ok: false; error: Service
 
 let loaded: { tunnelDomain: string; result: Loaded } | undefined;
 
-/** The compiled gateway, or the error that explains why the committed policies do not load. */
+/** The gateway, or the error that explains why the committed gateway.yaml does not load. */
 export function loadedGateway(tunnelDomain: string): Loaded {
   if (loaded?.tunnelDomain !== tunnelDomain) loaded = { tunnelDomain, result: load(tunnelDomain) };
   return loaded.result;
 }
 
 function load(tunnelDomain: string): Loaded {
-  const result = loadGatewayConfig(policyFiles, { tunnelDomain });
+  const result = loadGatewayConfig(policyFiles, {
+    tunnelDomain,
+    policies: "on-first-use",
+    onPolicyIssues: (issues) => console.error(policyLoadLogLine(issues)),
+  });
   if (result.ok) return { ok: true, gateway: { config: result.config, routes: buildRouteTable(result.config) } };
-  const messages = result.issues.map(formatIssue);
-  console.error(`Tollgate: the policies do not load:\n${messages.join("\n")}`);
-  return { ok: false, error: new ServiceError(500, ErrorCode.internal, `The gateway's policies do not load: ${messages.join("; ")}`, { issues: messages }) };
+  console.error(policyLoadLogLine(result.issues));
+  return { ok: false, error: policyLoadError("The gateway's policies do not load", result.issues) };
 }

@@ -12,6 +12,7 @@ import { ingressId } from "../ingress.ts";
 import { withRateLimitFields } from "../policy/rate-limit-fields.ts";
 import { rateLimitServices } from "./limiter-client.ts";
 import type { Route } from "./gateway-config.ts";
+import { policyLoadError } from "./policy-error.ts";
 import type { RouteTable } from "./route-table.ts";
 import { dispatch, type UpstreamHandlers } from "./upstream.ts";
 import { withCircuitBreaker } from "./modules/breaker-client.ts";
@@ -142,6 +143,8 @@ export async function handleGatewayRequest(
   const route = routes.match(url.hostname, url.pathname);
   if (!route) return errorAnswer(noRoute(url), request);
   const { label, scope } = namesOf(route);
+  const policy = route.policy();
+  if (!policy.ok) return errorAnswer(policyLoadError(`The policy of route '${label}' does not load`, policy.issues), request);
   const read = handlers.routeModules;
   const modules = read ? (isolate.routeModules.current(label) ?? (await isolate.routeModules.get(label, () => read(env, route)))) : {};
   const upstream: Upstream = route.upstream;
@@ -161,5 +164,5 @@ export async function handleGatewayRequest(
     };
     forward = (original, exchange) => withCircuitBreaker(env, ctx, isolate.breakers, ingressId(env, request), label, spec, () => direct(original, exchange));
   }
-  return runThroughPolicy(request, env, isolate, { scope, policy: route.policy, forward }, url, ctx);
+  return runThroughPolicy(request, env, isolate, { scope, policy: policy.policy, forward }, url, ctx);
 }

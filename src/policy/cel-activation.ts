@@ -32,7 +32,14 @@ function headerMap(headers: Headers, budget: EvaluationBudget): Map<string, stri
   return map;
 }
 
-export function activation(exchange: Exchange) {
+/** The variables of one exchange as CEL reads them (`req`, `conn`, `actions` and, outbound, `res`). */
+export type Bindings = Readonly<Record<string, Map<string, unknown>>>;
+
+/**
+ * Builds the variables from the exchange as it is now. A snapshot: the caller builds it again after anything
+ * changed the exchange (an action ran, the response arrived), and reuses it until then.
+ */
+export function activation(exchange: Exchange): Bindings {
   const { request, response, vars } = exchange;
   const rateLimit = vars.rate_limit;
   const bindings: Record<string, Map<string, unknown>> = {
@@ -79,5 +86,5 @@ export function activation(exchange: Exchange) {
       ["headers", headerMap(response.headers, exchange.budget)],
     ]);
   }
-  return bindings as never;
+  return bindings;
 }

@@ -7,7 +7,7 @@ import { celEnv, celFunc, CelScalar, isCelError, listType, parse, plan, type Cel
 import { strings } from "@bufbuild/cel/ext";
 import ipaddr from "ipaddr.js";
 import type { Exchange, Phase } from "./exchange.ts";
-import { activation } from "./cel-activation.ts";
+import { activation, type Bindings } from "./cel-activation.ts";
 import { linearFunctions } from "./cel-linear.ts";
 import { CALL_UNITS, meteredEnv, meterIterations } from "./cel-meter.ts";
 import { BudgetExceeded } from "./evaluation-budget.ts";
@@ -192,12 +192,18 @@ function checkExpr(expr: Expr | undefined, phase: Phase, locals: ReadonlySet<str
   }
 }
 
+/** V8's Error, whose `stackTraceLimit` (how many frames a new Error captures) the Workers types leave out. */
+const v8Error = Error as ErrorConstructor & { stackTraceLimit: number };
+
 export interface CompiledExpression {
   readonly source: string;
   /** Distinct matches() patterns, compiled and kept with the expression. */
   readonly patterns: number;
-  /** True/false; an evaluation error (a missing key, a type mismatch) is returned as a message. */
-  evaluate(exchange: Exchange): boolean | { error: string };
+  /**
+   * True/false; an evaluation error (a missing key, a type mismatch) is returned as a message. `bindings`:
+   * the variables of `exchange` as `activation` built them for this phase (built here when absent).
+   */
+  evaluate(exchange: Exchange, bindings?: Bindings): boolean | { error: string };
 }
 
 export type CompileExpressionResult = { ok: true; expression: CompiledExpression } | { ok: false; message: string };
@@ -226,17 +232,24 @@ export function compileExpression(source: string, phase: Phase): CompileExpressi
     expression: {
       source,
       patterns: patterns.size,
-      evaluate(exchange) {
+      evaluate(exchange, bindings) {
         current = { exchange, patterns };
         let result: CelValue | Error;
+        // An expression failing on absent data (a missing header indexed) comes back as an Error object, and
+        // V8 spends most of such an evaluation capturing its stack, which nothing reads: only the message is
+        // kept, and the planner turns any exception into such a value. Evaluation is synchronous, so the
+        // limit is restored before anything else runs.
+        const stackTraceLimit = v8Error.stackTraceLimit;
+        v8Error.stackTraceLimit = 0;
         try {
           // Every evaluation costs something, so a request whose budget is spent stops evaluating at once.
           exchange.budget.chargeCel(CALL_UNITS);
-          result = program(activation(exchange));
+          result = program((bindings ?? activation(exchange)) as never);
         } catch (error) {
           if (!(error instanceof BudgetExceeded)) throw error;
           return { error: error.message };
         } finally {
+          v8Error.stackTraceLimit = stackTraceLimit;
           current = undefined;
         }
         if (isCelError(result)) return { error: result.message };

@@ -5,7 +5,7 @@ import type { CompiledAction } from "./actions/index.ts";
 import { measureDocument } from "./document-bounds.ts";
 import type { Phase } from "./exchange.ts";
 import { formatPath, type PathSegment, type PolicyIssue } from "./issues.ts";
-import { MAX_OPERATOR_POLICY_BYTES, MAX_PATTERNS_PER_POLICY, MAX_POLICY_BYTES, MAX_POLICY_EXPRESSION_CHARS } from "./limits.ts";
+import { MAX_ENTRIES_PER_PHASE, MAX_OPERATOR_POLICY_BYTES, MAX_PATTERNS_PER_POLICY, MAX_POLICY_BYTES, MAX_POLICY_EXPRESSION_CHARS } from "./limits.ts";
 import { MAX_RATELIMIT_HEADER_ACTIONS } from "./rate-limit-fields.ts";
 import { actionDefinitions, PHASE_KEYS, trafficPolicySchema, type EntryDocument } from "./schema.ts";
 import { readSource } from "./source.ts";
@@ -55,7 +55,12 @@ export function compilePolicy(value: unknown, options: CompileOptions = {}): Com
   const mixed = mixedPhaseKey(value);
   if (mixed) return at([mixed], "cannot be mixed with inbound/outbound in one document: use on_http_request/on_http_response or inbound/outbound");
   const parsed = trafficPolicySchema.safeParse(value ?? {});
-  if (!parsed.success) return { ok: false, issues: fromZodIssues(parsed.error.issues, value, place, prefix) };
+  if (!parsed.success) {
+    // The expressions the schema found no fault with are compiled all the same: one run reports everything.
+    const schemaIssues = fromZodIssues(parsed.error.issues, value, place, prefix);
+    const celIssues = expressionIssues(value, parsed.error.issues, place, prefix);
+    return { ok: false, issues: [...schemaIssues, ...celIssues].sort(byLine) };
+  }
   const style = parsed.data.on_http_request !== undefined || parsed.data.on_http_response !== undefined ? "ngrok" : "tollgate";
   const keys = PHASE_KEYS[style];
   const documentEntries = { inbound: parsed.data[keys.inbound] ?? [], outbound: parsed.data[keys.outbound] ?? [] };
@@ -114,6 +119,48 @@ export function compilePolicy(value: unknown, options: CompileOptions = {}): Com
   const patterns = [...policy.inbound, ...policy.outbound].flatMap((entry) => entry.expressions).reduce((sum, e) => sum + e.patterns, 0);
   if (patterns > MAX_PATTERNS_PER_POLICY) return at([], `matches() patterns exceed the limit of ${MAX_PATTERNS_PER_POLICY} per policy (have ${patterns})`);
   return { ok: true, policy, bytes: measured.bytes };
+}
+
+const byLine = (a: PolicyIssue, b: PolicyIssue) => (a.line ?? Number.MAX_SAFE_INTEGER) - (b.line ?? Number.MAX_SAFE_INTEGER);
+
+/**
+ * The CEL issues of a document the schema refused: the expressions of every entry whose `expressions` the
+ * schema did not fault, bounded as a valid document's are (entries per phase, characters together).
+ */
+function expressionIssues(
+  value: unknown,
+  schemaIssues: readonly { readonly path: readonly PropertyKey[] }[],
+  place: (path: PathSegment[]) => Pick<PolicyIssue, "file" | "line">,
+  prefix: readonly PathSegment[],
+): PolicyIssue[] {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return [];
+  const faulted = new Set(schemaIssues.filter((issue) => issue.path.length >= 3).map((issue) => issue.path.slice(0, 3).join("\u0000")));
+  const phases: Array<[key: string, phase: Phase]> = Object.values(PHASE_KEYS).flatMap((keys) => [
+    [keys.inbound, "inbound"] as [string, Phase],
+    [keys.outbound, "outbound"] as [string, Phase],
+  ]);
+  const candidates: Array<{ path: PathSegment[]; source: string; phase: Phase }> = [];
+  for (const [key, phase] of phases) {
+    const entries = (value as Record<string, unknown>)[key];
+    if (!Array.isArray(entries)) continue;
+    entries.slice(0, MAX_ENTRIES_PER_PHASE).forEach((entry, index) => {
+      const expressions = entry !== null && typeof entry === "object" ? (entry as Record<string, unknown>).expressions : undefined;
+      if (!Array.isArray(expressions) || faulted.has([key, index, "expressions"].join("\u0000"))) return;
+      // Unfaulted, they are the schema's: at most MAX_EXPRESSIONS_PER_ENTRY non-empty strings.
+      for (const [position, source] of (expressions as string[]).entries()) {
+        candidates.push({ path: [...prefix, key, index, "expressions", position], source, phase });
+      }
+    });
+  }
+  const chars = candidates.reduce((sum, candidate) => sum + candidate.source.length, 0);
+  if (chars > MAX_POLICY_EXPRESSION_CHARS) {
+    const path = [...prefix];
+    return [{ ...place(path), path, message: `expressions together exceed the limit of ${MAX_POLICY_EXPRESSION_CHARS} characters per policy (have ${chars})` }];
+  }
+  return candidates.flatMap(({ path, source, phase }) => {
+    const result = compileExpression(source, phase);
+    return result.ok ? [] : [{ ...place(path), path, message: result.message }];
+  });
 }
 
 /** The ngrok-style phase key of a document that also has a Tollgate-style one, if it mixes them. */

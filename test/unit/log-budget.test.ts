@@ -123,6 +123,23 @@ describe("failing expressions", () => {
     expect(lines[1]).toMatch(/\(and 999 more times since its last line\)$/);
   });
 
+  it("run through a phase, 1000 requests a second of a failing expression write one line a second", async () => {
+    let now = T0;
+    const written: string[] = [];
+    const log = new ExpressionErrorLog({ now: () => now, write: (line) => written.push(line) });
+    const policy = load(lines("inbound:", "  - name: tier", "    expressions: [\"req.headers['x-tier'][0] == 'gold'\"]", "    actions: [{ type: deny }]"));
+    const perSecond: number[] = [];
+    for (let second = 0; second < 3; second++) {
+      const before = written.length;
+      for (let i = 0; i < 1000; i++, now++) await runPhase(policy.inbound, makeExchange(), { counter: new MemoryCounter(now) }, log);
+      perSecond.push(written.length - before);
+    }
+    expect(perSecond).toEqual([1, 1, 1]);
+    expect(written[1]).toBe(
+      `traffic policy: expression "req.headers['x-tier'][0] == 'gold'" of entry "tier" failed (field not found: x-tier); the entry is skipped (and 999 more times since its last line)`,
+    );
+  });
+
   it(`cut the expression, the entry name and the error at ${MAX_ERROR_FIELD_CHARS} characters each`, () => {
     const lines: string[] = [];
     const log = new ExpressionErrorLog({ now: () => T0, write: (line) => lines.push(line) });

@@ -13,6 +13,8 @@ function repoWith(files: Record<string, string>): string {
   return root;
 }
 
+const lines = (...text: string[]) => `${text.join("\n")}\n`;
+
 function run(root: string) {
   const lines: string[] = [];
   const errors: string[] = [];
@@ -80,6 +82,55 @@ describe("npm run policy:check", () => {
       lines: [],
       errors: ["policies/api.yaml:6: inbound[0].actions[0].config.rate: must be a multiple of 10s", "1 problem in policies/"],
     });
+  });
+
+  it("reports schema and CEL problems of every file in one pass, located, in file order", () => {
+    const root = repoWith({
+      "gateway.yaml": lines(
+        "edges:",
+        "  - id: main",
+        '    hostnames: ["Example.com"]',
+        "    routes:",
+        "      - id: api",
+        "        match: /",
+        "        upstream: echo",
+        "        traffic_policy: api.yaml",
+        "      - id: inline",
+        "        match: /inline",
+        "        upstream: echo",
+        "        traffic_policy:",
+        "          inbound:",
+        '            - expressions: ["req.nope == 1"]',
+        "              actions: [{ type: deny }]",
+      ),
+      // Schema problems in two entries; CEL problems before, between, inside one of them and after them.
+      "api.yaml": lines(
+        "inbound:",
+        '  - expressions: ["req.method ==="]',
+        "    actions: [{ type: deny }]",
+        "  - expressions: [\"req.method == 'GET'\"]",
+        "    actions: [{ type: rate-limit, config: { capacity: 10, rate: 65s } }]",
+        "  - expressions: [\"getResHeader('x') == []\"]",
+        "    actions: [{ type: nope }]",
+        "outbound:",
+        '  - expressions: ["res.status == 200"]',
+        "    actions: [{ type: deny }]",
+      ),
+      "zz.yaml": lines("inbound:", '  - expressions: ["conn.ip == 1"]', "    actions: [{ type: deny }]"),
+    });
+    const result = run(root);
+    expect(result.code).toBe(1);
+    expect(result.errors).toEqual([
+      "policies/api.yaml:2: inbound[0].expressions[0]: invalid CEL: 1:12: found = but expecting end of input",
+      "policies/api.yaml:5: inbound[1].actions[0].config.rate: must be a multiple of 10s",
+      "policies/api.yaml:6: inbound[2].expressions[0]: invalid CEL: getResHeader is only available in outbound expressions",
+      'policies/api.yaml:7: inbound[2].actions[0].type: unknown action type "nope" (expected one of rate-limit, deny, custom-response, add-headers, remove-headers, log, restrict-ips)',
+      "policies/api.yaml:9: outbound[0].expressions[0]: invalid CEL: unknown field 'status' of res",
+      "policies/gateway.yaml:3: edges[0].hostnames[0]: must be a lower-case host name without port, '*.<domain>' or '*'",
+      "policies/gateway.yaml:14: edges[0].routes[1].traffic_policy.inbound[0].expressions[0]: invalid CEL: unknown field 'nope' of req",
+      "policies/zz.yaml:2: inbound[0].expressions[0]: invalid CEL: unknown field 'ip' of conn",
+      "8 problems in policies/",
+    ]);
   });
 
   it("reports a missing gateway.yaml", () => {

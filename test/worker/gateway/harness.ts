@@ -2,7 +2,7 @@
 
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import type { Env } from "../../../src/env.ts";
-import { loadGatewayConfig } from "../../../src/gateway/gateway-config.ts";
+import { loadGatewayConfig, type GatewayLoadOptions } from "../../../src/gateway/gateway-config.ts";
 import { ExpressionErrorLog } from "../../../src/policy/expression-error-log.ts";
 import { BreakerMemory } from "../../../src/gateway/modules/breaker-memory.ts";
 import { RouteModulesCache } from "../../../src/gateway/modules/route-modules.ts";
@@ -15,11 +15,14 @@ import { formatIssue } from "../../../src/policy/issues.ts";
 
 let gateways = 0;
 
-/** A gateway whose edge ids are unique per call, so no two tests share rate-limit buckets. */
-export function gatewayFrom(files: Record<string, string>): RouteTable {
+/**
+ * A gateway whose edge ids are unique per call, so no two tests share rate-limit buckets. `options`: as the
+ * Worker loads it (`policies: "on-first-use"`) rather than fully checked at load.
+ */
+export function gatewayFrom(files: Record<string, string>, options: GatewayLoadOptions = {}): RouteTable {
   const unique = `t${gateways++}${Math.random().toString(36).slice(2, 8)}`;
   const rewritten = Object.fromEntries(Object.entries(files).map(([name, text]) => [name, text.replaceAll("EDGE", unique)]));
-  const result = loadGatewayConfig(rewritten);
+  const result = loadGatewayConfig(rewritten, options);
   if (!result.ok) throw new Error(result.issues.map(formatIssue).join("\n"));
   return buildRouteTable(result.config);
 }
