@@ -1,6 +1,7 @@
 /** Sends a request that passed the inbound policy to its upstream and returns the upstream's answer. */
 
 import type { Env } from "../env.ts";
+import { errorAnswer } from "../error-answer.ts";
 import { ErrorCode, ServiceError } from "../errors.ts";
 import type { Exchange } from "../policy/exchange.ts";
 import type { Route } from "./gateway-config.ts";
@@ -41,11 +42,17 @@ export async function dispatch(
     case "origin":
       return proxyToOrigin(upstream.url, original, exchange, upstreamTimeoutMs(env));
     case "tcp":
-      return new ServiceError(
-        502,
-        ErrorCode.upstreamUnavailable,
-        `This route's upstream is tcp://${upstream.hostname}:${upstream.port}; enable its websocket_tcp_converter module to bridge WebSockets to it.`,
-      ).toResponse();
+      return errorAnswer(
+        new ServiceError(
+          502,
+          ErrorCode.upstreamUnavailable,
+          `This route's upstream is tcp://${upstream.hostname}:${upstream.port}; enable its websocket_tcp_converter module to bridge WebSockets to it.`,
+          {},
+          {},
+          TCP_WITHOUT_CONVERTER_ADVICE,
+        ),
+        original,
+      );
   }
 }
 
@@ -76,6 +83,33 @@ function upstreamTimeoutMs(env: Env): number {
   return configured > 0 ? configured : DEFAULT_UPSTREAM_TIMEOUT_MS;
 }
 
+/** ERR_SVC_302 on a tcp:// route: only WebSockets reach a TCP upstream, through a module the route lacks. */
+const TCP_WITHOUT_CONVERTER_ADVICE = {
+  title: "This address serves WebSocket clients only",
+  steps: [
+    "Its upstream speaks raw TCP, which a browser page cannot open; connect with a WebSocket client instead.",
+    "If you run this gateway: enable the route's websocket_tcp_converter module to bridge WebSockets to the TCP upstream.",
+  ],
+};
+
+/** ERR_SVC_302: the origin refused the connection, or it broke before an answer. */
+const UPSTREAM_UNAVAILABLE_ADVICE = {
+  title: "The server behind this address could not be reached",
+  steps: [
+    "The gateway is up, but the server it passes this address on to did not take the connection. Try again in a moment.",
+    "If you run this gateway: check that the route's upstream in policies/gateway.yaml is running and reachable from the edge; the logs name the operation id below.",
+  ],
+};
+
+/** ERR_SVC_304: the origin took the request and did not answer within UPSTREAM_TIMEOUT_MS. */
+const UPSTREAM_TIMEOUT_ADVICE = {
+  title: "The server behind this address took too long",
+  steps: [
+    "The server the gateway passes this address on to did not answer in time. Try again in a moment; a request that starts long work may have done it anyway.",
+    "If you run this gateway: check the upstream's load and slow requests; UPSTREAM_TIMEOUT_MS sets how long the gateway waits.",
+  ],
+};
+
 async function proxyToOrigin(origin: URL, original: Request, exchange: Exchange, timeoutMs: number): Promise<Response> {
   const requestUrl = exchange.request.url;
   const headers = exchange.request.headers;
@@ -86,9 +120,16 @@ async function proxyToOrigin(origin: URL, original: Request, exchange: Exchange,
   try {
     return await fetch(upstreamRequest(original, exchange, originUrl(origin, requestUrl)), { signal: timeout });
   } catch (error) {
-    if (timeout.aborted) {
-      return new ServiceError(504, ErrorCode.upstreamTimeout, `The upstream ${origin.origin} did not answer within ${timeoutMs}ms.`).toResponse();
-    }
-    return new ServiceError(502, ErrorCode.upstreamUnavailable, `The upstream ${origin.origin} could not be reached: ${(error as Error).message}`).toResponse();
+    const failure = timeout.aborted
+      ? new ServiceError(504, ErrorCode.upstreamTimeout, `The upstream ${origin.origin} did not answer within ${timeoutMs}ms.`, {}, {}, UPSTREAM_TIMEOUT_ADVICE)
+      : new ServiceError(
+          502,
+          ErrorCode.upstreamUnavailable,
+          `The upstream ${origin.origin} could not be reached: ${(error as Error).message}`,
+          {},
+          {},
+          UPSTREAM_UNAVAILABLE_ADVICE,
+        );
+    return errorAnswer(failure, original);
   }
 }

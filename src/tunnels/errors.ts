@@ -13,6 +13,8 @@ export const TunnelErrorCode = {
   localServiceFailed: 8012,
   /** The agent endpoint is used wrongly or tunnels are off. */
   agentEndpoint: 3100,
+  /** The session takes no more streams now (ngrok ERR_NGROK_716: a session's simultaneous connections limit). */
+  sessionBusy: 716,
 } as const;
 
 /** What a visitor and the tunnel's owner each can do about ERR_SVC_3200 (ngrok's page says the same). */
@@ -35,19 +37,48 @@ export function tunnelNotFound(host: string): ServiceError {
   );
 }
 
+/** ERR_SVC_8012: the tunnel is online, the service behind the agent is not answering it. */
+const LOCAL_SERVICE_FAILED_ADVICE = {
+  title: "The tunnel's local service did not answer",
+  steps: [
+    "The tunnel is online, but the program it forwards to on its owner's machine did not answer. Try again in a moment.",
+    "If this is your tunnel: start your local service on the address the agent forwards to (the agent prints it) and check that it answers there; the agent's log names the request.",
+  ],
+};
+
+/** ERR_SVC_3004: the agent was relaying and stopped (its connection broke, or it reset the stream). */
+const AGENT_UNAVAILABLE_ADVICE = {
+  title: "The tunnel's agent did not finish the response",
+  steps: [
+    "The agent serving this tunnel lost its connection or gave up while answering. Reload the page in a moment.",
+    "If this is your tunnel: check that the agent is still running and online; its log says why the request ended.",
+  ],
+};
+
 /** The public client's answer when a stream fails before the agent sent a response head. */
 export function streamFailure(code: string, message: string, host: string): ServiceError {
   switch (code) {
     case ResetCode.upstreamUnreachable:
     case ResetCode.upstreamTimeout:
     case ResetCode.upstreamError:
-      return new ServiceError(502, TunnelErrorCode.localServiceFailed, `The tunnel agent could not get an answer from its local service: ${message}`, {
-        host,
-        reason: code,
-      });
+      return new ServiceError(
+        502,
+        TunnelErrorCode.localServiceFailed,
+        `The tunnel agent could not get an answer from its local service: ${message}`,
+        { host, reason: code },
+        {},
+        LOCAL_SERVICE_FAILED_ADVICE,
+      );
     case ResetCode.unknownTunnel:
       return tunnelNotFound(host);
     default:
-      return new ServiceError(502, TunnelErrorCode.agentUnavailable, `The tunnel agent did not complete the response: ${message}`, { host, reason: code });
+      return new ServiceError(
+        502,
+        TunnelErrorCode.agentUnavailable,
+        `The tunnel agent did not complete the response: ${message}`,
+        { host, reason: code },
+        {},
+        AGENT_UNAVAILABLE_ADVICE,
+      );
   }
 }

@@ -11,7 +11,7 @@ import type { Env } from "../env.ts";
 import { ServiceError } from "../errors.ts";
 import { BODY_LENGTH_HEADER, BODY_PATH, bearerToken, newBodyToken, tokensMatch } from "./body-channel.ts";
 import { BODY_CHANNEL_ARRIVAL_MS, EdgeStreams } from "./edge-streams.ts";
-import { streamFailure, TunnelErrorCode } from "./errors.ts";
+import { TunnelErrorCode } from "./errors.ts";
 import { FrameOutbox } from "./framing.ts";
 import {
   BODY_CHANNEL_MAX_BYTES,
@@ -24,12 +24,13 @@ import {
   ResetCode,
   type Frame,
 } from "./protocol.ts";
+import { PublicFailures } from "./public-failures.ts";
 import { AGENT_TAG, PublicSockets } from "./public-sockets.ts";
 import { firstCheck, liveness } from "./session-liveness.ts";
 import { SessionStore, type SessionInfo, type SessionMeta } from "./session-store.ts";
 import { SessionTunnels } from "./session-tunnels.ts";
 import { StreamIds } from "./stream-ids.ts";
-import { MAX_SESSION_STREAMS, sessionBusy, sessionFull } from "./stream-limits.ts";
+import { MAX_SESSION_STREAMS } from "./stream-limits.ts";
 
 export const CONNECT_PATH = "/connect";
 export const RELAY_PATH = "/relay";
@@ -43,6 +44,8 @@ export class TunnelSession extends DurableObject<Env> {
   private readonly outbox: FrameOutbox;
   private readonly publicSockets: PublicSockets;
   private readonly tunnels: SessionTunnels;
+  /** What public clients get when a request cannot be relayed: a page for a browser, JSON for the rest. */
+  private readonly failures = new PublicFailures();
   private lastFrameAt = 0;
   /** The agent's open socket, remembered between lookups (getWebSockets on every frame sent cost ~2 % of a relay's CPU). */
   private agentSocket: WebSocket | undefined;
@@ -64,8 +67,7 @@ export class TunnelSession extends DurableObject<Env> {
       sendEncoded: (encoded) => this.outbox.pushEncoded(encoded),
       allocateId: () => ids.allocate(),
       agentDataChunk: () => (this.agentDataChunk ??= this.store.meta()?.agentMaxDataChunk ?? MAX_DATA_CHUNK),
-      failureResponse: (failure, host) =>
-        (failure.code === ResetCode.tooManyStreams ? sessionBusy(host, failure.message) : streamFailure(failure.code, failure.message, host)).toResponse(),
+      failureResponse: (failure, host) => this.failures.streamFailed(failure, host),
       acceptWebSocket: (stream, request, headers) => this.publicSockets.accept(stream, request.tunnelId, headers),
       channelWaitMs: () => channelWaitMs(env),
     });
@@ -213,11 +215,8 @@ export class TunnelSession extends DurableObject<Env> {
       return new Response(null, { status: 404, headers: { [OFFLINE_HEADER]: "1" } });
     }
     // Past the bound the agent is not asked: the client hears at once that the tunnel is busy.
-    if (this.streams.inFlight >= MAX_SESSION_STREAMS) {
-      await request.body?.cancel();
-      return sessionFull(url.searchParams.get("host") ?? "").toResponse();
-    }
-    return this.streams.open({
+    if (this.streams.inFlight >= MAX_SESSION_STREAMS) return this.failures.refuse(url.searchParams.get("host") ?? "", request);
+    const opened = this.streams.open({
       tunnelId,
       method: request.method,
       target: url.searchParams.get("target") ?? "/",
@@ -228,6 +227,7 @@ export class TunnelSession extends DurableObject<Env> {
       body: request.body,
       upgrade: request.headers.get("upgrade")?.toLowerCase() === "websocket",
     });
+    return this.failures.forClient(await opened, request);
   }
 
   /** A body channel's POST (body-channel.ts checked its shape): the session's token, then the stream's pipe. */

@@ -6,6 +6,7 @@
  */
 
 import { ServiceError } from "../errors.ts";
+import { TunnelErrorCode } from "./errors.ts";
 import { ResetCode } from "./protocol.ts";
 
 /**
@@ -22,20 +23,24 @@ export const MAX_SESSION_STREAMS = 100;
 /** Seconds a refused client is told to wait: a place frees as soon as any stream of the session ends. */
 export const BUSY_RETRY_AFTER_S = 1;
 
-/**
- * The error number of a busy session: ngrok's ERR_NGROK_716 is a session's "simultaneous connections limit".
- * It belongs with TunnelErrorCode in errors.ts (not this change's file to edit).
- */
-export const BUSY_ERROR_CODE = 716;
+/** ERR_SVC_716: the session carries as many requests as it takes; one ending frees a place. */
+const SESSION_BUSY_ADVICE = {
+  title: "This tunnel is busy",
+  steps: [
+    "The tunnel is carrying as many requests at once as it takes. Try again in a moment: a place frees as soon as one of them ends.",
+    "If this is your tunnel: requests that stay open (slow downloads, long polls, clients that stopped reading) hold their places; end them, or serve fewer at once.",
+  ],
+};
 
 /** The public client's answer when the session (`reason`: why) takes no more streams now. */
 export function sessionBusy(host: string, reason: string, details: Record<string, unknown> = {}): ServiceError {
   return new ServiceError(
     503,
-    BUSY_ERROR_CODE,
+    TunnelErrorCode.sessionBusy,
     `Tunnel ${host} is busy: ${reason}. Try again in a moment.`,
     { host, reason: ResetCode.tooManyStreams, ...details },
     { "retry-after": String(BUSY_RETRY_AFTER_S) },
+    SESSION_BUSY_ADVICE,
   );
 }
 

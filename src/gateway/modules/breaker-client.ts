@@ -5,21 +5,35 @@
  */
 
 import type { Env } from "../../env.ts";
+import { errorAnswer } from "../../error-answer.ts";
 import { ErrorCode, ServiceError } from "../../errors.ts";
 import type { BreakerMemory } from "./breaker-memory.ts";
 import type { BreakerSpec, BreakerView } from "./circuit.ts";
 
 const BREAKER_STATE_HEADER = "x-tollgate-circuit";
 
-function rejection(routeLabel: string, view: BreakerView, now: number): Response {
+/** ERR_SVC_303: the route's upstream failed often enough that the gateway stopped calling it for a while. */
+function circuitOpenAdvice(retryAfter: number) {
+  return {
+    title: "This service is pausing after errors",
+    steps: [
+      `The server behind this address failed too many requests, so the gateway is not sending it any for now. Try again in ${retryAfter} seconds.`,
+      "If you run this gateway: the route's circuit_breaker module opened; check the upstream's errors. One trial request after tripped_duration closes the circuit again when it succeeds.",
+    ],
+  };
+}
+
+function rejection(routeLabel: string, view: BreakerView, now: number, request?: Request): Response {
   const retryAfter = Math.max(1, Math.ceil((view.openUntil - now) / 1000));
-  return new ServiceError(
+  const error = new ServiceError(
     503,
     ErrorCode.circuitOpen,
     `The circuit breaker of route ${routeLabel} is open after too many upstream errors; the upstream is not called. Retry after ${retryAfter}s.`,
     { circuit: view.status, retry_after: retryAfter },
     { "retry-after": String(retryAfter), [BREAKER_STATE_HEADER]: view.status },
-  ).toResponse();
+    circuitOpenAdvice(retryAfter),
+  );
+  return request ? errorAnswer(error, request) : error.toResponse();
 }
 
 /** An upstream answer that counts as an error: status ≥ 500 (connection failures and timeouts arrive as 502/504). */
@@ -27,6 +41,10 @@ export function isUpstreamError(response: Response): boolean {
   return response.status >= 500;
 }
 
+/**
+ * Calls the upstream through the route's circuit, or answers 503 ERR_SVC_303 while it is open: a page when
+ * `request` (the client's) prefers HTML, the JSON envelope otherwise and when no request is given.
+ */
 export async function withCircuitBreaker(
   env: Env,
   ctx: ExecutionContext,
@@ -35,11 +53,12 @@ export async function withCircuitBreaker(
   routeLabel: string,
   spec: BreakerSpec,
   call: () => Promise<Response>,
+  request?: Request,
 ): Promise<Response> {
   const name = JSON.stringify([ingress, routeLabel]);
   const stub = env.CIRCUIT_BREAKER.get(env.CIRCUIT_BREAKER.idFromName(name));
   const known = memory.consult(name);
-  if (known.kind === "reject") return rejection(routeLabel, known.view, memory.now());
+  if (known.kind === "reject") return rejection(routeLabel, known.view, memory.now(), request);
   let probe = false;
   if (known.kind === "ask") {
     const now = memory.now();
@@ -53,7 +72,7 @@ export async function withCircuitBreaker(
     }
     const { admission, view } = decided;
     memory.learn(name, view);
-    if (!admission.allowed) return rejection(routeLabel, { ...view, openUntil: now + admission.retryAfterMs }, now);
+    if (!admission.allowed) return rejection(routeLabel, { ...view, openUntil: now + admission.retryAfterMs }, now, request);
     probe = admission.probe;
   }
   const response = await call();
