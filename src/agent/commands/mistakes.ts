@@ -4,34 +4,12 @@
  */
 
 import { parseArgs } from "node:util";
+import { nearestName } from "../../nearest-name.ts";
 import { WORKERS_HTTP_ONLY } from "../settings/ngrok-config.ts";
 import { OPTIONS } from "./command.ts";
 
-/** Edits (insert, delete, replace, swap two neighbours) from `a` to `b`: optimal string alignment distance. */
-export function editDistance(a: string, b: string): number {
-  const rows: number[][] = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
-  for (let j = 1; j <= b.length; j++) rows[0][j] = j;
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      rows[i][j] = Math.min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) rows[i][j] = Math.min(rows[i][j], rows[i - 2][j - 2] + 1);
-    }
-  }
-  return rows[a.length][b.length];
-}
-
-/** The candidate closest to `word`, if it is close enough to be a typo (1 edit, 2 for words of 6 or more). */
-export function closest(word: string, candidates: readonly string[]): string | undefined {
-  const lower = word.toLowerCase();
-  const allowed = lower.length >= 6 ? 2 : 1;
-  let best: { candidate: string; distance: number } | undefined;
-  for (const candidate of candidates) {
-    const distance = editDistance(lower, candidate);
-    if (distance <= allowed && (best === undefined || distance < best.distance)) best = { candidate, distance };
-  }
-  return best?.candidate;
-}
+/** The names test/agent/cli-mistakes.test.ts knows them by; the distance and its bounds live in nearest-name.ts. */
+export { editDistance, nearestName as closest } from "../../nearest-name.ts";
 
 /** The line that ends every command-line error instead of the whole help. */
 export function helpHint(program: string): string {
@@ -49,7 +27,7 @@ export function flagMistake(argv: readonly string[]): string | undefined {
     if (token.kind !== "option") continue;
     const option = (OPTIONS as Record<string, { type: "string" | "boolean"; short?: string }>)[token.name];
     if (option === undefined) {
-      const guess = token.rawName.startsWith("--") ? closest(token.name, known) : undefined;
+      const guess = token.rawName.startsWith("--") ? nearestName(token.name, known) : undefined;
       return `unknown flag '${token.rawName}'${guess ? `: did you mean --${guess}?` : ""}`;
     }
     if (option.type === "string" && token.value === undefined) return `${token.rawName} needs a value (${token.rawName} VALUE or ${token.rawName}=VALUE)`;
@@ -81,7 +59,7 @@ export function unknownCommandMessage(
 ): string {
   if (candidates.includes("http") && /^(\d{1,5}|[\w.-]+:\d{1,5}|https?:\/\/\S+)$/.test(word))
     return `unknown ${what} '${word}': did you mean '${spelled}http ${word}'?`;
-  const guess = closest(word, candidates);
+  const guess = nearestName(word, candidates);
   if (guess === undefined) return `unknown ${what} '${word}' (${listed})`;
   return `unknown ${what} '${word}': did you mean '${[`${spelled}${guess}`, ...rest].join(" ")}'?`;
 }
