@@ -118,7 +118,7 @@ export function loadGatewayConfig(files: Readonly<Record<string, string>>, optio
   const text = files[GATEWAY_FILE];
   if (text === undefined) return { ok: false, issues: [...issues, { file: GATEWAY_FILE, path: [], message: "file is missing" }] };
   const source = readSource(text, GATEWAY_FILE);
-  if (!source.ok) return { ok: false, issues: [...issues, ...source.issues] };
+  if (!source.ok) return { ok: false, issues: inFileOrder(files, [...issues, ...source.issues]) };
   const { value, lineOf } = source.document;
   const place = (path: PathSegment[]) => ({ file: GATEWAY_FILE, line: lineOf(path) });
   const issue = (path: PathSegment[], message: string) => issues.push({ ...place(path), path, message });

@@ -133,6 +133,12 @@ describe("npm run policy:check", () => {
     ]);
   });
 
+  it("a gateway.yaml that is not YAML takes its place among the files' problems", () => {
+    const bad = lines("inbound:", '  - expressions: ["req.nope"]', "    actions: [{ type: deny }]");
+    const result = run(repoWith({ "a.yaml": bad, "gateway.yaml": "edges: [\n", "z.yaml": bad }));
+    expect(result.errors.map((line) => line.split(":")[0])).toEqual(["policies/a.yaml", "policies/gateway.yaml", "policies/z.yaml", "3 problems in policies/"]);
+  });
+
   it("reports a missing gateway.yaml", () => {
     const result = run(repoWith({ "api.yaml": "inbound: []\n" }));
     expect(result.code).toBe(1);
