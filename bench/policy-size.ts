@@ -42,6 +42,9 @@ export interface EntriesPoint {
   readonly timesBare: number;
   /** Request time (1 / throughput) relative to the one-entry route's. */
   readonly requestTimeVsOne: number;
+  /** workerd's CPU time per request (µs), and as a multiple of the one-entry route's: steadier than throughput on a busy machine. */
+  readonly cpuMicrosPerRequest: number;
+  readonly cpuVsOne: number;
   /** Lines the Worker wrote about failing expressions, per second of load on this route. */
   readonly errorLinesPerSecond: number;
   /** Responses other than 200, connection errors and timeouts. */
@@ -49,7 +52,7 @@ export interface EntriesPoint {
 }
 
 export interface PolicySizeResult {
-  readonly bare: { readonly requestsPerSecond: number; readonly p99: number };
+  readonly bare: { readonly requestsPerSecond: number; readonly p99: number; readonly cpuMicrosPerRequest: number };
   readonly points: readonly EntriesPoint[];
   /** Milliseconds of an isolate's first request (fetch to answer) with `files` policy files, and with one. */
   readonly firstRequest: { readonly files: number; readonly manyMs: number; readonly oneMs: number; readonly secondMs: number };
@@ -77,12 +80,13 @@ async function measureEntries(origin: string, dir: string, options: PolicySizeOp
     const errorLines = () => host.linesContaining(EXPRESSION_ERROR_MARKER);
     const counts = [0, ...ENTRY_COUNTS];
     const targets: Target[] = [
-      { id: "bare", label: "bare route", url: host.url + BARE_PATH, kind: "bare" },
+      { id: "bare", label: "bare route", url: host.url + BARE_PATH, kind: "bare", cpuSeconds: host.cpuSeconds },
       ...counts.map((entries) => ({
         id: `entries-${entries}`,
         label: `${entries} entries before a rate limit`,
         url: host.url + entriesPath(entries),
         kind: "allowed" as const,
+        cpuSeconds: host.cpuSeconds,
         // The sampler takes this counter's delta over each run: here, lines about failing expressions.
         failOpen: errorLines,
       })),
@@ -95,6 +99,7 @@ async function measureEntries(origin: string, dir: string, options: PolicySizeOp
     });
     const rps = (id: string) => median(samples.get(id)!.map((sample) => sample.result.requestsPerSecond));
     const p99 = (id: string) => median(samples.get(id)!.map((sample) => sample.result.p99));
+    const cpu = (id: string) => median(samples.get(id)!.map((sample) => ((sample.cpuSeconds ?? Number.NaN) * 1e6) / sample.result.requests));
     const bare = rps("bare");
     const one = rps("entries-1");
     const linesPerSecond = (taken: readonly RoundSample[]) => median(taken.map((sample) => sample.failOpen / options.durationSeconds));
@@ -106,11 +111,13 @@ async function measureEntries(origin: string, dir: string, options: PolicySizeOp
         p99: p99(id),
         timesBare: rps(id) / bare,
         requestTimeVsOne: one / rps(id),
+        cpuMicrosPerRequest: cpu(id),
+        cpuVsOne: cpu(id) / cpu("entries-1"),
         errorLinesPerSecond: linesPerSecond(samples.get(id)!),
         failures: samples.get(id)!.reduce((sum, sample) => sum + sample.result.failures, 0),
       };
     });
-    return { bare: { requestsPerSecond: bare, p99: p99("bare") }, points };
+    return { bare: { requestsPerSecond: bare, p99: p99("bare"), cpuMicrosPerRequest: cpu("bare") }, points };
   } finally {
     await host.close();
   }
@@ -163,15 +170,17 @@ export function policySizeLines(result: PolicySizeResult): string[] {
   const { bare, points, firstRequest } = result;
   const sixtyThree = points.find((point) => point.entries === 63);
   return [
-    `| entries before a rate limit | req/s | × bare | p99 (ms) | request time × 1 entry | failing-expression lines/s | failures |`,
-    "|---:|---:|---:|---:|---:|---:|---:|",
-    `| bare route | ${bare.requestsPerSecond.toFixed(0)} | 1.00 | ${bare.p99.toFixed(0)} | | | |`,
+    `| entries before a rate limit | req/s | × bare | p99 (ms) | request time × 1 entry | workerd CPU µs/request | CPU × 1 entry | failing-expression lines/s | failures |`,
+    "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    `| bare route | ${bare.requestsPerSecond.toFixed(0)} | 1.00 | ${bare.p99.toFixed(0)} | | ${bare.cpuMicrosPerRequest.toFixed(0)} | | | |`,
     ...points.map(
       (point) =>
-        `| ${point.entries} | ${point.requestsPerSecond.toFixed(0)} | ${point.timesBare.toFixed(2)} | ${point.p99.toFixed(0)} | ${point.requestTimeVsOne.toFixed(2)} | ${point.errorLinesPerSecond.toFixed(1)} | ${point.failures} |`,
+        `| ${point.entries} | ${point.requestsPerSecond.toFixed(0)} | ${point.timesBare.toFixed(2)} | ${point.p99.toFixed(0)} | ${point.requestTimeVsOne.toFixed(2)} | ${point.cpuMicrosPerRequest.toFixed(0)} | ${point.cpuVsOne.toFixed(2)} | ${point.errorLinesPerSecond.toFixed(1)} | ${point.failures} |`,
     ),
     "",
-    sixtyThree ? `63 entries cost ${sixtyThree.requestTimeVsOne.toFixed(2)} × one entry's request time (target ≤ 1.5).` : "",
+    sixtyThree
+      ? `63 entries cost ${sixtyThree.requestTimeVsOne.toFixed(2)} × one entry's request time and ${sixtyThree.cpuVsOne.toFixed(2)} × its CPU per request (target ≤ 1.5).`
+      : "",
     `An isolate's first request: ${firstRequest.manyMs.toFixed(0)} ms with ${firstRequest.files} policy files, ${firstRequest.oneMs.toFixed(0)} ms with 1 (its second request: ${firstRequest.secondMs.toFixed(0)} ms).`,
   ];
 }
