@@ -13,6 +13,27 @@ const testApiKeys = Object.values(TEST_KEYS)
   .map(({ account, key }) => `${account}:${createHash("sha256").update(key).digest("hex")}`)
   .join(",");
 
+/**
+ * The Worker's dependencies, pre-bundled once per run into one module each. The pool inlines every dependency,
+ * so without this each test file's workerd fetches and evaluates zod, hono, CEL and the rest module by module
+ * through vitest's module runner: about half of each file's import time, and the pool's main thread is the
+ * bottleneck of the worker tests.
+ */
+const workerDependencies = [
+  "zod",
+  "hono",
+  "hono/http-exception",
+  "hono/streaming",
+  "hono/utils/http-status",
+  "@hono/zod-openapi",
+  "@bufbuild/cel",
+  "@bufbuild/cel/ext",
+  "@bufbuild/re2",
+  "@bufbuild/protobuf",
+  "ipaddr.js",
+  "yaml",
+];
+
 /** Records the process groups a run starts (wrangler dev and its workerd) and kills any left at the end. */
 const processGroups = "test/support/process-groups-setup.ts";
 
@@ -70,13 +91,25 @@ export default defineConfig({
           cloudflareTest({
             main: "./src/worker.ts",
             wrangler: { configPath: "./wrangler.toml" },
-            miniflare: { bindings: { RATE_LIMIT_TIMEOUT_MS: "2000", TUNNEL_BODY_CHANNEL_WAIT_MS: "3000", TOLLGATE_API_KEYS: testApiKeys } },
+            miniflare: {
+              bindings: {
+                // Ceilings for a busy machine, not behaviour under test: a limiter object that answers late would
+                // let requests through (fail open) and a fake agent that sends no heartbeat would lose its session
+                // (after 3 intervals), both of which fail tests that are about something else. The test of the
+                // timeout sets its own; test/unit/session-liveness.test.ts covers missed heartbeats.
+                RATE_LIMIT_TIMEOUT_MS: "10000",
+                TUNNEL_HEARTBEAT_MS: "30000",
+                TUNNEL_BODY_CHANNEL_WAIT_MS: "3000",
+                TOLLGATE_API_KEYS: testApiKeys,
+              },
+            },
           }),
           workerdLogToFile(),
         ],
         test: {
           name: "worker",
           include: ["test/worker/**/*.test.ts"],
+          deps: { optimizer: { ssr: { enabled: true, include: workerDependencies } } },
           // A ceiling, not a speed requirement: heavy tests (10,000 bot users) need more than 5 s on a busy machine.
           testTimeout: 30_000,
           globalSetup: ["test/support/upstream-setup.ts"],
