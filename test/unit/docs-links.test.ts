@@ -8,12 +8,7 @@ import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 
 /** Links known to be broken, each with why: an entry that no longer matches a broken link fails too, so this only shrinks. */
-const KNOWN_BROKEN = new Map<string, string>([
-  [
-    "docs/rate-limits.md -> ../README.md#rate-limiting-what-exactly-is-promised",
-    "the rate-limit promise moved to docs/policies.md#rate-limiting-what-is-promised; rate-limits.md's owner updates the link",
-  ],
-]);
+const KNOWN_BROKEN = new Map<string, string>([]);
 
 const MAX_DOC_FILES = 200;
 
