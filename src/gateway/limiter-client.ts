@@ -42,7 +42,8 @@ function batcherOf(env: Env, buckets: IsolateBuckets, timeoutMs: number): ShardB
   if (!batcher) {
     const send = (shard: string, takes: readonly TakeRequest[]) =>
       Promise.resolve(namespace.get(namespace.idFromName(shard)).takeAll(takes as TakeRequest[])) as Promise<LeaseDecision[]>;
-    batcher = new ShardBatcher(send, MAX_TAKES_PER_CALL, timeoutMs, buckets.stats);
+    // Half the counting budget: a take behind a lost call still has time to lead a call of its own.
+    batcher = new ShardBatcher(send, MAX_TAKES_PER_CALL, timeoutMs / 2, buckets.stats);
     batchers.set(namespace, batcher);
   }
   return batcher;

@@ -2,14 +2,16 @@
  * Which store object holds a bucket. Buckets are spread over SHARDS_PER_ACTION objects per (ingress instance,
  * scope, action): a bounded number of objects whatever the number of clients, each holding many buckets, so a
  * client's first request is a small call into an object that is already warm, and a flood spread over many keys
- * lands on a few objects instead of creating one per key. Spreading one action over several objects keeps one
- * busy limit from queueing on a single object (one object runs one call at a time).
+ * lands on a few objects instead of creating one per key. Few objects make an isolate's calls carry many takes
+ * each (every call costs the object a storage commit, so that is where the time goes); more than one keeps a busy
+ * limit from queueing on a single object (one object runs one call at a time). docs/rate-limits.md has the
+ * measurements behind the number.
  */
 
 import type { BucketName } from "./bucket-id.ts";
 
 /** Objects one rate-limit action's buckets are spread over, per ingress instance. A divisor of 64 (see `shardIndex`). */
-export const SHARDS_PER_ACTION = 16;
+export const SHARDS_PER_ACTION = 4;
 
 const BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 

@@ -31,8 +31,18 @@ function decode(windowMs: number, text: string): BucketRow {
   return { windowMs, state: { subWindows } };
 }
 
-function sqlRows(sql: SqlStorage): RowStore {
+/** Creates the table when missing (a new object, or one whose storage `deleteAll` dropped). */
+function createTable(sql: SqlStorage): void {
   sql.exec("CREATE TABLE IF NOT EXISTS buckets (id TEXT PRIMARY KEY, window_ms INTEGER NOT NULL, expires INTEGER NOT NULL, state TEXT NOT NULL) WITHOUT ROWID");
+}
+
+/**
+ * Rows in `sql`, which must be the handle the object's constructor got: one taken during an event (an alarm)
+ * belongs to that event, and using it in a later call fails with "Cannot perform I/O on behalf of a different
+ * request".
+ */
+function sqlRows(sql: SqlStorage): RowStore {
+  createTable(sql);
   return {
     read(id) {
       const rows = sql.exec<{ window_ms: number; state: string }>("SELECT window_ms, state FROM buckets WHERE id = ?", id).toArray();
@@ -64,14 +74,16 @@ function sqlRows(sql: SqlStorage): RowStore {
 }
 
 export class RateLimiter extends DurableObject<Env> {
-  private rows: RowStore;
+  private readonly sql: SqlStorage;
+  private readonly rows: RowStore;
   private table: BucketTable;
   /** When the alarm is set for, as far as this instance knows (undefined: not read yet since it started). */
   private alarmAt: number | null | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.rows = sqlRows(ctx.storage.sql);
+    this.sql = ctx.storage.sql;
+    this.rows = sqlRows(this.sql);
     this.table = new BucketTable(this.rows);
   }
 
@@ -102,7 +114,7 @@ export class RateLimiter extends DurableObject<Env> {
     if (next === undefined) {
       await this.ctx.storage.deleteAll();
       // deleteAll drops the table too; the object may be called again at once.
-      this.rows = sqlRows(this.ctx.storage.sql);
+      createTable(this.sql);
       this.table = new BucketTable(this.rows);
       return;
     }

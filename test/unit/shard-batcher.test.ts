@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { TakeRequest } from "../../src/limiter/bucket-table.ts";
 import { ShardBatcher } from "../../src/limiter/shard-batcher.ts";
@@ -108,5 +109,33 @@ describe("ShardBatcher", () => {
     expect(calls).toHaveLength(3);
     calls[2]!.answer();
     await next;
+  });
+
+  it("sends every call from a request whose own take it carries, however the lead is passed on", async () => {
+    // A request's context, as the Workers runtime keeps one per request: its I/O is cancelled once it has answered.
+    const request = new AsyncLocalStorage<string>();
+    const { calls, send } = heldStore();
+    const senders: Array<{ sender: string | undefined; carried: string[] }> = [];
+    const batcher = new ShardBatcher(
+      (shard, takes) => {
+        senders.push({ sender: request.getStore(), carried: takes.map((take) => take.id) });
+        return send(shard, takes);
+      },
+      3,
+      60_000,
+    );
+    // a leads alone; b and c wait; d finds a full batch waiting and leads it; e waits, and is handed the lead.
+    const decided = ["a", "b", "c", "d", "e"].map((id) => request.run(id, () => batcher.take("s", takeOf(id))));
+    for (let answered = 0; answered < 3; answered++) {
+      await vi.waitFor(() => expect(calls.length).toBeGreaterThan(answered));
+      calls[answered]!.answer();
+    }
+    await Promise.all(decided);
+    expect(senders).toEqual([
+      { sender: "a", carried: ["a"] },
+      { sender: "d", carried: ["d", "b", "c"] },
+      { sender: "e", carried: ["e"] },
+    ]);
+    for (const { sender, carried } of senders) expect(carried).toContain(sender);
   });
 });
