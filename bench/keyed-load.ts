@@ -5,6 +5,7 @@
  */
 
 import autocannon from "autocannon";
+import { answerCounts } from "./load.ts";
 
 export interface KeyedLoadOptions {
   readonly connections: number;
@@ -56,17 +57,5 @@ export async function runKeyedLoad(url: string, options: KeyedLoadOptions): Prom
       });
     },
   });
-  let answered = 0;
-  let unexpected = 0;
-  for (const [status, { count = 0 }] of Object.entries(result.statusCodeStats ?? {})) {
-    answered += count;
-    if (status !== "200" && status !== "429") unexpected += count;
-  }
-  return {
-    requests: answered,
-    requestsPerSecond: answered / result.duration,
-    p99: result.latency.p99,
-    limited: result.statusCodeStats?.["429"]?.count ?? 0,
-    failures: unexpected + result.errors + result.timeouts,
-  };
+  return answerCounts(result);
 }

@@ -38,6 +38,24 @@ function retryAfterSeconds(rawHeaders: readonly string[]): number | undefined {
   return undefined;
 }
 
+/** What every load run reports from autocannon's result: answers, their rate, p99, 429s and failures. */
+export function answerCounts(result: autocannon.Result): { requests: number; requestsPerSecond: number; p99: number; limited: number; failures: number } {
+  const statuses = result.statusCodeStats ?? {};
+  let answered = 0;
+  let unexpected = 0;
+  for (const [status, { count = 0 }] of Object.entries(statuses)) {
+    answered += count;
+    if (status !== "200" && status !== "429") unexpected += count;
+  }
+  return {
+    requests: answered,
+    requestsPerSecond: answered / result.duration,
+    p99: result.latency.p99,
+    limited: statuses["429"]?.count ?? 0,
+    failures: unexpected + result.errors + result.timeouts,
+  };
+}
+
 export async function runLoad(url: string, { connections, durationSeconds }: LoadOptions): Promise<LoadResult> {
   let limitedSeen = 0;
   let limitedWithRetryAfter = 0;
@@ -54,20 +72,9 @@ export async function runLoad(url: string, { connections, durationSeconds }: Loa
       }) as unknown as (headers: IncomingHttpHeaders) => void);
     },
   });
-  const statuses = result.statusCodeStats ?? {};
-  let answered = 0;
-  let unexpected = 0;
-  for (const [status, { count = 0 }] of Object.entries(statuses)) {
-    answered += count;
-    if (status !== "200" && status !== "429") unexpected += count;
-  }
   return {
-    requests: answered,
-    requestsPerSecond: answered / result.duration,
+    ...answerCounts(result),
     p50: result.latency.p50,
-    p99: result.latency.p99,
-    limited: statuses["429"]?.count ?? 0,
     retryAfterShare: limitedSeen === 0 ? 0 : limitedWithRetryAfter / limitedSeen,
-    failures: unexpected + result.errors + result.timeouts,
   };
 }

@@ -65,12 +65,14 @@ export function durableObjectCounter(env: Env, ingress: string, buckets: Isolate
       const id = typeof known === "string" ? known : await known;
       const consulted = buckets.consult(id, afterResponse !== undefined);
       if ("decision" in consulted) {
-        if (consulted.renewal) afterResponse!.waitUntil(renewLease(batcher, buckets, shardName(name, id), id, spec, consulted.renewal, timeoutMs));
+        if (consulted.renewal)
+          afterResponse!.waitUntil(renewLease(batcher, buckets, shardName(name, id), id, spec, consulted.renewal, timeoutMs, afterResponse!));
         return { ok: true, decision: consulted.decision, bucketId: id };
       }
       let answer: LeaseDecision;
       try {
-        answer = await withTimeout(batcher.take(shardName(name, id), takeOf(id, spec, consulted, true)), timeoutMs);
+        const keepAlive = afterResponse && ((work: Promise<unknown>) => afterResponse.waitUntil(work));
+        answer = await withTimeout(batcher.take(shardName(name, id), takeOf(id, spec, consulted, true), keepAlive), timeoutMs);
       } catch (error) {
         const timedOut = error instanceof CounterTimeout;
         console.error(`rate-limit: counting failed, request proceeds: ${(error as Error).message}`);
@@ -98,9 +100,13 @@ async function renewLease(
   spec: WindowSpec,
   call: ObjectCall,
   timeoutMs: number,
+  afterResponse: AfterResponse,
 ): Promise<void> {
   try {
-    const answer = await withTimeout(batcher.take(shard, takeOf(id, spec, call, false)), timeoutMs);
+    const answer = await withTimeout(
+      batcher.take(shard, takeOf(id, spec, call, false), (work) => afterResponse.waitUntil(work)),
+      timeoutMs,
+    );
     buckets.settleRenewal(id, call.sent, answer);
   } catch (error) {
     console.error(`rate-limit: renewing a lease failed, requests are counted one by one until the next: ${(error as Error).message}`);
