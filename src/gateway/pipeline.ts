@@ -162,7 +162,8 @@ export async function handleGatewayRequest(
       volumeThreshold: breaker.volume_threshold,
       errorThresholdPercentage: breaker.error_threshold_percentage,
     };
-    forward = (original, exchange) => withCircuitBreaker(env, ctx, isolate.breakers, ingressId(env, request), label, spec, () => direct(original, exchange), original);
+    forward = (original, exchange) =>
+      withCircuitBreaker(env, ctx, isolate.breakers, ingressId(env, request), label, spec, () => direct(original, exchange), original);
   }
   return runThroughPolicy(request, env, isolate, { scope, policy: policy.policy, forward }, url, ctx);
 }

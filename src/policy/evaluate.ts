@@ -3,11 +3,9 @@
 import { activation, headersChanged, type Bindings } from "./cel-activation.ts";
 import type { CompiledEntry } from "./compile.ts";
 import type { ActionServices, Exchange } from "./exchange.ts";
-import { ExpressionErrorLog } from "./expression-error-log.ts";
+import { type EvaluationLog, ExpressionErrorLog } from "./expression-error-log.ts";
 
-export interface EvaluationLog {
-  expressionError(entry: CompiledEntry, source: string, message: string): void;
-}
+export type { EvaluationLog };
 
 /**
  * Where failures go when a caller names no log (tools, tests): bounded like the gateway's own (one line per

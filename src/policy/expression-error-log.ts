@@ -6,7 +6,6 @@
  */
 
 import type { CompiledEntry } from "./compile.ts";
-import type { EvaluationLog } from "./evaluate.ts";
 
 /** Lines one expression may write per second. */
 export const ERROR_LOG_INTERVAL_MS = 1000;
@@ -27,6 +26,11 @@ export interface ExpressionErrorLogOptions {
 interface Memory {
   lastAt: number;
   suppressed: number;
+}
+
+/** Where a failing expression is reported (runPhase in evaluate.ts). */
+export interface EvaluationLog {
+  expressionError(entry: CompiledEntry, source: string, message: string): void;
 }
 
 export class ExpressionErrorLog implements EvaluationLog {
