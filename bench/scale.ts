@@ -75,8 +75,6 @@ interface Point {
   readonly result: KeyedLoadResult;
   readonly bareP99: number;
   readonly callsPerRequest: number;
-  /** Takes an object call carried on average (the isolate batches takes for one object). */
-  readonly takesPerCall: number;
   readonly uncounted: number;
   readonly rssMiB: number;
 }
@@ -96,7 +94,7 @@ async function main(): Promise<void> {
     countLinesContaining: [FAIL_OPEN_MARKER],
   });
   const rss = () => (host.pid === undefined ? Number.NaN : mib(memoryOf(host.pid)?.rss ?? Number.NaN));
-  const calls = async () => (await (await fetch(`${host.url}/__tollgate/stats`)).json()) as { storeCalls: number; storeTakes: number };
+  const calls = async () => ((await (await fetch(`${host.url}/__tollgate/stats`)).json()) as { objectCalls: number }).objectCalls;
   const load = { connections: CONNECTIONS, durationSeconds: SECONDS, header: HEADER };
   const points: Point[] = [];
   let run = 0;
@@ -120,8 +118,7 @@ async function main(): Promise<void> {
         ratio: result.requestsPerSecond / bare,
         result,
         bareP99: (before.p99 + after.p99) / 2,
-        callsPerRequest: (callsAfter.storeCalls - callsBefore.storeCalls) / Math.max(1, result.requests),
-        takesPerCall: (callsAfter.storeTakes - callsBefore.storeTakes) / Math.max(1, callsAfter.storeCalls - callsBefore.storeCalls),
+        callsPerRequest: (callsAfter - callsBefore) / Math.max(1, result.requests),
         uncounted: failOpenAfter - failOpenBefore,
         rssMiB: rss(),
       };
@@ -173,7 +170,7 @@ async function main(): Promise<void> {
       ratio: floodRate / ((floodBare[0]!.requestsPerSecond + floodBare[1]!.requestsPerSecond) / 2),
       limited: floodRuns.reduce((sum, run) => sum + run.limited, 0),
       requests: floodRequests,
-      callsPerRequest: (floodCallsAfter.storeCalls - floodCalls.storeCalls) / Math.max(1, floodRequests),
+      callsPerRequest: (floodCallsAfter - floodCalls) / Math.max(1, floodRequests),
       uncounted: host.linesContaining(FAIL_OPEN_MARKER) - floodFailOpen,
     };
     let over = 0;
@@ -192,11 +189,11 @@ async function main(): Promise<void> {
       "",
       `Scale bench: ${CONNECTIONS} connections × ${SECONDS} s per run; each point's ratio is to the bare route measured just before and after it.`,
       "",
-      "| point | × bare | req/s | p99 − bare (ms) | object calls / request | takes / call | uncounted | 429s | workerd RSS (MiB) |",
-      "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+      "| point | × bare | req/s | p99 − bare (ms) | object calls / request | uncounted | 429s | workerd RSS (MiB) |",
+      "|---|---:|---:|---:|---:|---:|---:|---:|",
       ...points.map(
         (p) =>
-          `| ${p.label} | ${p.ratio.toFixed(2)} | ${p.result.requestsPerSecond.toFixed(0)} | ${(p.result.p99 - p.bareP99).toFixed(0)} | ${p.callsPerRequest.toFixed(3)} | ${p.takesPerCall.toFixed(1)} | ${p.uncounted} | ${p.result.limited} | ${p.rssMiB.toFixed(0)} |`,
+          `| ${p.label} | ${p.ratio.toFixed(2)} | ${p.result.requestsPerSecond.toFixed(0)} | ${(p.result.p99 - p.bareP99).toFixed(0)} | ${p.callsPerRequest.toFixed(3)} | ${p.uncounted} | ${p.result.limited} | ${p.rssMiB.toFixed(0)} |`,
       ),
       "",
       `RSS growth per 10,000 new buckets (first-touch point): ${rssPer10k.toFixed(1)} MiB`,

@@ -1,7 +1,7 @@
 /**
  * The RateLimitCounter the gateway gives to policies: buckets (ingress instance, scope, action, bucket key) named
- * by a SHA-256 of those and kept many to an object (src/limiter/bucket-shards.ts), a time budget per call, the
- * isolate's calls to those objects batched (src/limiter/shard-batcher.ts), and the isolate's memory of buckets
+ * by a SHA-256 of those and kept many to an object (src/limiter/bucket-shards.ts), a time budget per call, and
+ * the isolate's memory of buckets
  * (src/limiter/isolate-buckets.ts) so floods and busy buckets rarely call an object at all.
  * Fail-open lives here and only here: any failure becomes `ok: false` and the request proceeds.
  */
@@ -11,8 +11,7 @@ import { shardName } from "../limiter/bucket-shards.ts";
 import type { TakeRequest } from "../limiter/bucket-table.ts";
 import { LEASE_MS } from "../limiter/bucket-memory.ts";
 import type { IsolateBuckets, ObjectCall } from "../limiter/isolate-buckets.ts";
-import { MAX_TAKES_PER_CALL } from "../limiter/limiter-object.ts";
-import { ShardBatcher } from "../limiter/shard-batcher.ts";
+import type { StoreRefusal } from "../limiter/limiter-object.ts";
 import type { LeaseDecision, WindowSpec } from "../limiter/sliding-window.ts";
 import type { ActionServices, AfterResponse, BucketRef, CountResult, RateLimitCounter } from "../policy/exchange.ts";
 import { analyticsDataset, decisionSink } from "./decision-sink.ts";
@@ -33,30 +32,27 @@ class CounterTimeout extends Error {
   }
 }
 
-/** One batcher per store namespace (an isolate has one), counting into the isolate's bucket stats. */
-const batchers = new WeakMap<Env["RATE_LIMITER"], ShardBatcher>();
-
-function batcherOf(env: Env, buckets: IsolateBuckets, timeoutMs: number): ShardBatcher {
-  const namespace = env.RATE_LIMITER;
-  let batcher = batchers.get(namespace);
-  if (!batcher) {
-    const send = (shard: string, takes: readonly TakeRequest[]) =>
-      Promise.resolve(namespace.get(namespace.idFromName(shard)).takeAll(takes as TakeRequest[])) as Promise<LeaseDecision[]>;
-    // Half the counting budget: a take behind a lost call still has time to lead a call of its own.
-    batcher = new ShardBatcher(send, MAX_TAKES_PER_CALL, timeoutMs / 2, buckets.stats);
-    batchers.set(namespace, batcher);
-  }
-  return batcher;
+/**
+ * One call to the object holding bucket `id`, made by the request that needs it. Takes of several requests are not
+ * batched into one call: the Workers runtime ties a request's I/O, and the continuations of promises it settles, to
+ * that request, and sharing one call's answer among requests failed them ("Cannot perform I/O on behalf of a
+ * different request"); see docs/rate-limits.md.
+ */
+async function takeFromStore(env: Env, shard: string, take: TakeRequest): Promise<LeaseDecision> {
+  const store = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(shard));
+  const answer = (await store.takeAll([take])) as LeaseDecision[] | StoreRefusal;
+  if (!Array.isArray(answer)) throw new Error(`the store refused the call: ${answer.refused}`);
+  if (answer.length !== 1) throw new Error(`the store answered ${answer.length} decisions for 1 take`);
+  return answer[0]!;
 }
 
-/** One take of bucket `id` through the isolate's batcher. */
+/** One take of bucket `id`, as the object's `takeAll` reads it. */
 function takeOf(id: string, spec: WindowSpec, call: ObjectCall, forRequest: boolean): TakeRequest {
   return { id, spec: { capacity: spec.capacity, windowMs: spec.windowMs }, want: call.want, leaseMs: LEASE_MS, returned: call.returned, forRequest };
 }
 
 export function durableObjectCounter(env: Env, ingress: string, buckets: IsolateBuckets): RateLimitCounter {
   const timeoutMs = Number(env.RATE_LIMIT_TIMEOUT_MS) > 0 ? Number(env.RATE_LIMIT_TIMEOUT_MS) : DEFAULT_TIMEOUT_MS;
-  const batcher = batcherOf(env, buckets, timeoutMs);
   return {
     async count(bucket: BucketRef, spec: WindowSpec, afterResponse?: AfterResponse): Promise<CountResult> {
       // Whatever a client put in the key (a 60 KB header), the isolate and the object see 43 characters.
@@ -65,14 +61,12 @@ export function durableObjectCounter(env: Env, ingress: string, buckets: Isolate
       const id = typeof known === "string" ? known : await known;
       const consulted = buckets.consult(id, afterResponse !== undefined);
       if ("decision" in consulted) {
-        if (consulted.renewal)
-          afterResponse!.waitUntil(renewLease(batcher, buckets, shardName(name, id), id, spec, consulted.renewal, timeoutMs, afterResponse!));
+        if (consulted.renewal) afterResponse!.waitUntil(renewLease(env, buckets, shardName(name, id), id, spec, consulted.renewal, timeoutMs));
         return { ok: true, decision: consulted.decision, bucketId: id };
       }
       let answer: LeaseDecision;
       try {
-        const keepAlive = afterResponse && ((work: Promise<unknown>) => afterResponse.waitUntil(work));
-        answer = await withTimeout(batcher.take(shardName(name, id), takeOf(id, spec, consulted, true), keepAlive), timeoutMs);
+        answer = await withTimeout(takeFromStore(env, shardName(name, id), takeOf(id, spec, consulted, true)), timeoutMs);
       } catch (error) {
         const timedOut = error instanceof CounterTimeout;
         console.error(`rate-limit: counting failed, request proceeds: ${(error as Error).message}`);
@@ -92,21 +86,9 @@ export function durableObjectCounter(env: Env, ingress: string, buckets: Isolate
  * Asks the bucket's object for a lease ahead (no request waits for it) and hands the answer to the isolate's
  * memory. A failure costs only the lease: requests then go to the object one by one, as if it had not been asked.
  */
-async function renewLease(
-  batcher: ShardBatcher,
-  buckets: IsolateBuckets,
-  shard: string,
-  id: string,
-  spec: WindowSpec,
-  call: ObjectCall,
-  timeoutMs: number,
-  afterResponse: AfterResponse,
-): Promise<void> {
+async function renewLease(env: Env, buckets: IsolateBuckets, shard: string, id: string, spec: WindowSpec, call: ObjectCall, timeoutMs: number): Promise<void> {
   try {
-    const answer = await withTimeout(
-      batcher.take(shard, takeOf(id, spec, call, false), (work) => afterResponse.waitUntil(work)),
-      timeoutMs,
-    );
+    const answer = await withTimeout(takeFromStore(env, shard, takeOf(id, spec, call, false)), timeoutMs);
     buckets.settleRenewal(id, call.sent, answer);
   } catch (error) {
     console.error(`rate-limit: renewing a lease failed, requests are counted one by one until the next: ${(error as Error).message}`);

@@ -24,7 +24,6 @@
 import { BucketIdCache } from "./bucket-id-cache.ts";
 import { DecisionLog } from "./decision-log.ts";
 import { IngressMemo } from "./ingress-memo.ts";
-import type { BatcherStats } from "./shard-batcher.ts";
 import {
   type BucketMemory,
   expire,
@@ -50,8 +49,8 @@ export const BUCKET_ENTRY_BYTES = 256;
 /** Default memory bound of one isolate's bucket memory. */
 export const BUCKET_MEMORY_BYTES = 4 * 1024 * 1024;
 
-export interface BucketStats extends BatcherStats {
-  /** Requests (and renewals) that needed the store: each is one take, and takes share store calls (shard-batcher.ts). */
+export interface BucketStats {
+  /** Requests (and renewals) that needed the store: each is one call to an object. */
   objectCalls: number;
   /** Of the object calls, the renewals sent after a response, which no request waited for. */
   renewalsAhead: number;
@@ -79,7 +78,7 @@ export interface ObjectCall {
 export type Consultation = { readonly decision: WindowDecision; readonly renewal?: ObjectCall } | ObjectCall;
 
 export class IsolateBuckets {
-  readonly stats: BucketStats = { objectCalls: 0, renewalsAhead: 0, cachedRejections: 0, leasedAdmissions: 0, storeCalls: 0, storeTakes: 0 };
+  readonly stats: BucketStats = { objectCalls: 0, renewalsAhead: 0, cachedRejections: 0, leasedAdmissions: 0 };
   readonly now: () => number;
   /** Which limited decisions get a log line (one per bucket per second), on the same clock. */
   readonly decisionLog: DecisionLog;

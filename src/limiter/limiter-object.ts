@@ -9,7 +9,7 @@ import { BucketTable, type BucketRow, type RowStore, type TakeRequest } from "./
 import { MAX_BUCKET_ID_LENGTH } from "./isolate-buckets.ts";
 import type { LeaseDecision } from "./sliding-window.ts";
 
-/** Most takes one call may carry (the isolate's batches are at most this long: see shard-batcher.ts). */
+/** Most takes one call may carry (the gateway sends one per call; the bound keeps a wrong caller cheap). */
 export const MAX_TAKES_PER_CALL = 256;
 /**
  * Expired rows are deleted at most this often. A row past its expiry is never counted (its admissions have left
@@ -73,6 +73,11 @@ function sqlRows(sql: SqlStorage): RowStore {
   };
 }
 
+/** A call the object would not decide, and why (nothing was counted). */
+export interface StoreRefusal {
+  readonly refused: string;
+}
+
 export class RateLimiter extends DurableObject<Env> {
   private readonly sql: SqlStorage;
   private readonly rows: RowStore;
@@ -92,11 +97,13 @@ export class RateLimiter extends DurableObject<Env> {
    * further admissions to the calling isolate, or hand leased ones back). Runs without yielding, so every
    * decision is atomic and the batch's writes are one transaction.
    */
-  takeAll(requests: readonly TakeRequest[]): LeaseDecision[] {
-    if (!Array.isArray(requests) || requests.length > MAX_TAKES_PER_CALL) throw new RangeError(`a call carries at most ${MAX_TAKES_PER_CALL} takes`);
+  takeAll(requests: readonly TakeRequest[]): LeaseDecision[] | StoreRefusal {
+    // Refused with an answer, not a throw: an exception thrown by an RPC method is also reported as uncaught in
+    // the object, and the caller turns the refusal into its error all the same.
+    if (!Array.isArray(requests) || requests.length > MAX_TAKES_PER_CALL) return { refused: `a call carries at most ${MAX_TAKES_PER_CALL} takes` };
     for (const request of requests) {
       if (typeof request.id !== "string" || request.id.length === 0 || request.id.length > MAX_BUCKET_ID_LENGTH) {
-        throw new RangeError(`bucket ids are hashes of 1 to ${MAX_BUCKET_ID_LENGTH} characters`);
+        return { refused: `bucket ids are hashes of 1 to ${MAX_BUCKET_ID_LENGTH} characters` };
       }
     }
     const now = Date.now();

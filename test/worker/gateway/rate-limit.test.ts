@@ -7,6 +7,7 @@ import { LEASE_MS } from "../../../src/limiter/bucket-memory.ts";
 import { bucketId } from "../../../src/limiter/bucket-id.ts";
 import { shardName } from "../../../src/limiter/bucket-shards.ts";
 import type { TakeRequest } from "../../../src/limiter/bucket-table.ts";
+import type { LeaseDecision } from "../../../src/limiter/sliding-window.ts";
 import { gatewayFrom, newIsolate, send, singleEdge } from "./harness.ts";
 
 const limitPolicy = (capacity: number, name = "per-client", bucketKey = "conn.client_ip") => `
@@ -160,7 +161,7 @@ inbound:
     const name = { ingress: "busy-test", scope: `route:${route.edgeId}/${route.id}`, action: "per-client", key: JSON.stringify(["198.51.100.7"]) };
     const id = await bucketId(name);
     const store = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(shardName(name, id)));
-    const [counted] = await store.takeAll([{ id, spec: { capacity: 5_000, windowMs: 60_000 }, want: 1, leaseMs: 0, forRequest: true }]);
+    const [counted] = (await store.takeAll([{ id, spec: { capacity: 5_000, windowMs: 60_000 }, want: 1, leaseMs: 0, forRequest: true }])) as LeaseDecision[];
     expect(5_000 - counted!.remaining - 1).toBeGreaterThanOrEqual(admitted);
   });
 
