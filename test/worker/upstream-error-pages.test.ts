@@ -11,25 +11,18 @@ import { withCircuitBreaker } from "../../src/gateway/modules/breaker-client.ts"
 import { ResetCode, type FrameOf } from "../../src/tunnels/protocol.ts";
 import { MAX_SESSION_STREAMS } from "../../src/tunnels/stream-limits.ts";
 import { send, singleEdge } from "./gateway/harness.ts";
-import { connectAgent, publicFetch, type FakeAgent } from "./tunnels/fake-agent.ts";
+import { type FakeAgent, keptAliveTunnels, publicFetch } from "./tunnels/fake-agent.ts";
 
 const BROWSER = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
 const API = "application/json";
 /** Ceiling for a hundred requests to reach the agent on a busy machine (not a speed requirement). */
 const HEADS_WITHIN_MS = 25_000;
 
-const agents: FakeAgent[] = [];
-const heartbeats: Array<ReturnType<typeof setInterval>> = [];
-afterEach(() => {
-  for (const timer of heartbeats.splice(0)) clearInterval(timer);
-  for (const agent of agents.splice(0)) if (!agent.closed) agent.close();
-});
+const tunnels = keptAliveTunnels();
+afterEach(() => tunnels.closeAll());
 
 async function tunnel() {
-  const { agent } = await connectAgent();
-  agents.push(agent);
-  heartbeats.push(setInterval(() => agent.ping(), 1000));
-  const started = await agent.startOk();
+  const { agent, tunnel: started } = await tunnels.start();
   return { agent, url: started.public_url!, host: new URL(started.public_url!).host };
 }
 

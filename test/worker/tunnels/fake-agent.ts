@@ -113,3 +113,24 @@ export async function connectAgent(key: string = DEV_KEY, hello: Partial<FrameOf
 export function publicFetch(publicUrl: string, path = "/", init: RequestInit = {}): Promise<Response> {
   return SELF.fetch(new URL(path, publicUrl).toString(), init);
 }
+
+/**
+ * Tunnels whose agents keep their sessions alive with a ping a second: a test may outlast three heartbeat
+ * intervals on a busy machine. `closeAll` (an afterEach) stops the pings and closes the agents.
+ */
+export function keptAliveTunnels() {
+  const agents: FakeAgent[] = [];
+  const heartbeats: Array<ReturnType<typeof setInterval>> = [];
+  return {
+    async start() {
+      const { agent } = await connectAgent();
+      agents.push(agent);
+      heartbeats.push(setInterval(() => agent.ping(), 1000));
+      return { agent, tunnel: await agent.startOk() };
+    },
+    closeAll() {
+      for (const timer of heartbeats.splice(0)) clearInterval(timer);
+      for (const agent of agents.splice(0)) if (!agent.closed) agent.close();
+    },
+  };
+}

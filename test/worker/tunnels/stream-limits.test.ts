@@ -1,25 +1,14 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { INITIAL_STREAM_WINDOW, ResetCode, type FrameOf } from "../../../src/tunnels/protocol.ts";
 import { MAX_SESSION_STREAMS } from "../../../src/tunnels/stream-limits.ts";
-import { connectAgent, publicFetch, type FakeAgent } from "./fake-agent.ts";
+import { type FakeAgent, keptAliveTunnels, publicFetch } from "./fake-agent.ts";
 
-const agents: FakeAgent[] = [];
-const heartbeats: Array<ReturnType<typeof setInterval>> = [];
 /** Ceiling for a hundred requests to reach the agent on a busy machine (not a speed requirement). */
 const HEADS_WITHIN_MS = 25_000;
 
-afterEach(() => {
-  for (const timer of heartbeats.splice(0)) clearInterval(timer);
-  for (const agent of agents.splice(0)) if (!agent.closed) agent.close();
-});
-
-/** A tunnel whose agent keeps its session alive: these tests may outlast three heartbeat intervals on a busy machine. */
-async function tunnel() {
-  const { agent } = await connectAgent();
-  agents.push(agent);
-  heartbeats.push(setInterval(() => agent.ping(), 1000));
-  return { agent, tunnel: await agent.startOk() };
-}
+const tunnels = keptAliveTunnels();
+afterEach(() => tunnels.closeAll());
+const tunnel = () => tunnels.start();
 
 function answer(agent: FakeAgent, head: FrameOf<"request_head">, body: string): void {
   const bytes = new TextEncoder().encode(body);
