@@ -3,7 +3,7 @@
  * against the variables of the exchange (`req`, `conn`, `res`, `actions`) and the gateway's macros.
  */
 
-import { celEnv, celFunc, CelScalar, isCelError, listType, parse, plan, type CelValue } from "@bufbuild/cel";
+import { celEnv, celError, celFunc, CelScalar, isCelError, listType, parse, plan, type CelResult, type CelValue } from "@bufbuild/cel";
 import { strings } from "@bufbuild/cel/ext";
 import ipaddr from "ipaddr.js";
 import type { Exchange, Phase } from "./exchange.ts";
@@ -208,11 +208,68 @@ export interface CompiledExpression {
 
 export type CompileExpressionResult = { ok: true; expression: CompiledExpression } | { ok: false; message: string };
 
+/** An expression of any result type (a `${…}` interpolation, a `set-vars` value). */
+export interface CompiledValueExpression {
+  readonly source: string;
+  /** Distinct matches() patterns, compiled and kept with the expression. */
+  readonly patterns: number;
+  /** The value; an evaluation error (a missing key, the budget spent) is returned as a message. */
+  evaluate(exchange: Exchange, bindings?: Bindings): CelValue | { error: string };
+}
+
+export type CompileValueExpressionResult = { ok: true; expression: CompiledValueExpression } | { ok: false; message: string };
+
+/**
+ * Parses, checks and plans one expression of any result type, bounded, checked and metered as entry
+ * expressions are. Never throws.
+ */
+export function compileValueExpression(source: string, phase: Phase): CompileValueExpressionResult {
+  const prepared = prepare(source, phase);
+  if (!prepared.ok) return prepared;
+  const { program, patterns } = prepared;
+  return {
+    ok: true,
+    expression: {
+      source,
+      patterns: patterns.size,
+      evaluate(exchange, bindings) {
+        const result = run(program, patterns, exchange, bindings);
+        if (isCelError(result)) return { error: result.message };
+        return result;
+      },
+    },
+  };
+}
+
 /**
  * Parses, checks and plans one expression. Never throws: the text is bounded before parsing and the tree
  * before any recursive walk, so even a hostile expression comes back as a message.
  */
 export function compileExpression(source: string, phase: Phase): CompileExpressionResult {
+  const prepared = prepare(source, phase);
+  if (!prepared.ok) return prepared;
+  const { program, patterns } = prepared;
+  return {
+    ok: true,
+    expression: {
+      source,
+      patterns: patterns.size,
+      evaluate(exchange, bindings) {
+        const result = run(program, patterns, exchange, bindings);
+        if (isCelError(result)) return { error: result.message };
+        if (typeof result !== "boolean") return { error: `expression did not evaluate to a bool` };
+        return result;
+      },
+    },
+  };
+}
+
+type Program = ReturnType<typeof plan>;
+
+function prepare(
+  source: string,
+  phase: Phase,
+): { ok: true; program: Program; patterns: ReadonlyMap<string, CompiledPattern> } | { ok: false; message: string } {
   const tooLarge = checkExpressionText(source);
   if (tooLarge) return { ok: false, message: tooLarge };
   let parsed: ReturnType<typeof parse>;
@@ -226,36 +283,27 @@ export function compileExpression(source: string, phase: Phase): CompileExpressi
   const problem = checkExpr(parsed.expr, phase, new Set());
   if (problem) return { ok: false, message: `invalid CEL: ${problem}` };
   const program = plan(metered, { ...parsed, expr: meterIterations(parsed.expr) });
-  const patterns = cost.patterns;
-  return {
-    ok: true,
-    expression: {
-      source,
-      patterns: patterns.size,
-      evaluate(exchange, bindings) {
-        current = { exchange, patterns };
-        let result: CelValue | Error;
-        // An expression failing on absent data (a missing header indexed) comes back as an Error object, and
-        // V8 spends most of such an evaluation capturing its stack, which nothing reads: only the message is
-        // kept, and the planner turns any exception into such a value. Evaluation is synchronous, so the
-        // limit is restored before anything else runs.
-        const stackTraceLimit = v8Error.stackTraceLimit;
-        v8Error.stackTraceLimit = 0;
-        try {
-          // Every evaluation costs something, so a request whose budget is spent stops evaluating at once.
-          exchange.budget.chargeCel(CALL_UNITS);
-          result = program((bindings ?? activation(exchange)) as never);
-        } catch (error) {
-          if (!(error instanceof BudgetExceeded)) throw error;
-          return { error: error.message };
-        } finally {
-          v8Error.stackTraceLimit = stackTraceLimit;
-          current = undefined;
-        }
-        if (isCelError(result)) return { error: result.message };
-        if (typeof result !== "boolean") return { error: `expression did not evaluate to a bool` };
-        return result;
-      },
-    },
-  };
+  return { ok: true, program, patterns: cost.patterns };
+}
+
+/** One metered evaluation; a spent budget comes back as an Error value like any other failure. */
+function run(program: Program, patterns: ReadonlyMap<string, CompiledPattern>, exchange: Exchange, bindings: Bindings | undefined): CelResult {
+  current = { exchange, patterns };
+  // An expression failing on absent data (a missing header indexed) comes back as an Error object, and
+  // V8 spends most of such an evaluation capturing its stack, which nothing reads: only the message is
+  // kept, and the planner turns any exception into such a value. Evaluation is synchronous, so the
+  // limit is restored before anything else runs.
+  const stackTraceLimit = v8Error.stackTraceLimit;
+  v8Error.stackTraceLimit = 0;
+  try {
+    // Every evaluation costs something, so a request whose budget is spent stops evaluating at once.
+    exchange.budget.chargeCel(CALL_UNITS);
+    return program((bindings ?? activation(exchange)) as never);
+  } catch (error) {
+    if (!(error instanceof BudgetExceeded)) throw error;
+    return celError(error.message);
+  } finally {
+    v8Error.stackTraceLimit = stackTraceLimit;
+    current = undefined;
+  }
 }
