@@ -1,10 +1,11 @@
 /**
  * The buckets one store object holds: each bucket's sliding window (sliding-window.ts) as a row of a table,
  * the recently used ones also parsed in memory (at most `maxCached`, least recently used forgotten first: a
- * forgotten bucket costs one row read, never a count). A call decides a batch of requests in one synchronous
- * pass, so every decision is atomic and all the batch's writes land in one storage transaction; a bucket
- * touched several times in a batch is written once. Rows whose every admission has left the window are deleted
- * by `evict`, which the object runs from its alarm. The storage and the clock are passed in.
+ * forgotten bucket costs one row read, never a count). `decide` decides a batch of requests in one synchronous
+ * pass, so every decision is atomic; `flush` then writes every bucket changed since the last flush, each once,
+ * so the decisions of several calls can share one storage transaction (group commit: the object answers them
+ * only after it). Rows whose every admission has left the window are deleted by `evict`, which the object runs
+ * from its alarm. The storage and the clock are passed in.
  */
 
 import { expiresAt, type LeaseDecision, type LeaseReturn, take, type WindowSpec, type WindowState } from "./sliding-window.ts";
@@ -42,43 +43,77 @@ export const CACHED_BUCKETS = 2048;
 
 export class BucketTable {
   private readonly cached = new Map<string, BucketRow>();
+  /** Buckets changed by decisions not yet written: written together by `flush` (one storage transaction). */
+  private readonly pending = new Map<string, BucketRow>();
 
   constructor(
     private readonly store: RowStore,
     private readonly maxCached = CACHED_BUCKETS,
   ) {}
 
-  /** Buckets parsed in memory right now. */
+  /** Buckets parsed in memory right now (those waiting to be written besides). */
   get cachedCount(): number {
     return this.cached.size;
   }
 
+  /** Buckets changed since the last `flush`. */
+  get pendingCount(): number {
+    return this.pending.size;
+  }
+
   /**
-   * Decides every request of the batch, in order, at `now`, and writes each changed bucket once. Returns the
-   * decisions in the same order, and the earliest expiry among the rows written (undefined when none was).
+   * Decides every request, in order, at `now`, against the buckets as earlier decisions left them (written or
+   * not), and remembers each changed bucket for the next `flush` (`changed`: whether any was). The caller must
+   * not answer a decision that changed a bucket before the flush that follows it succeeded: until then it
+   * exists only in memory.
    */
-  takeAll(requests: readonly TakeRequest[], now: number): { decisions: LeaseDecision[]; earliestWritten: number | undefined } {
-    const dirty = new Map<string, BucketRow>();
+  decide(requests: readonly TakeRequest[], now: number): { decisions: LeaseDecision[]; changed: boolean } {
+    let changed = false;
     const decisions = requests.map((request) => {
-      // A bucket written earlier in this batch may already be forgotten from memory, and is not stored yet.
-      const row = dirty.get(request.id) ?? this.rowOf(request.id);
+      const row = this.rowOf(request.id);
       const { decision, state } = take(row.state, now, request.spec, request.want, request.leaseMs, request.returned, request.forRequest);
       const next = { windowMs: request.spec.windowMs, state };
       this.remember(request.id, next);
-      if (decision.granted > 0 || (request.returned !== undefined && request.returned.count > 0)) dirty.set(request.id, next);
+      if (decision.granted > 0 || (request.returned !== undefined && request.returned.count > 0)) {
+        this.pending.set(request.id, next);
+        changed = true;
+      }
       return decision;
     });
+    return { decisions, changed };
+  }
+
+  /**
+   * Writes every bucket changed since the last flush, each once; returns the earliest expiry among the rows
+   * written (undefined when none was). A write that throws leaves the table as storage has it (see `forget`).
+   */
+  flush(): number | undefined {
     let earliestWritten: number | undefined;
-    for (const [id, row] of dirty) {
-      const expires = expiresAt(row.state, row.windowMs);
-      if (expires === undefined) {
-        this.store.remove(id);
-        continue;
+    try {
+      for (const [id, row] of this.pending) {
+        const expires = expiresAt(row.state, row.windowMs);
+        if (expires === undefined) {
+          this.store.remove(id);
+          continue;
+        }
+        this.store.write(id, row, expires);
+        if (earliestWritten === undefined || expires < earliestWritten) earliestWritten = expires;
       }
-      this.store.write(id, row, expires);
-      if (earliestWritten === undefined || expires < earliestWritten) earliestWritten = expires;
+    } catch (error) {
+      this.forget();
+      throw error;
     }
-    return { decisions, earliestWritten };
+    this.pending.clear();
+    return earliestWritten;
+  }
+
+  /**
+   * Drops everything held in memory, unwritten changes included: after a failed write the decisions that made
+   * them are answered as errors, so storage, which never saw them, is the truth again.
+   */
+  forget(): void {
+    this.pending.clear();
+    this.cached.clear();
   }
 
   /** Deletes the buckets whose admissions have all left their window by `now`. */
@@ -89,7 +124,8 @@ export class BucketTable {
   }
 
   private rowOf(id: string): BucketRow {
-    const known = this.cached.get(id);
+    // A bucket decided since the last flush may already be forgotten from the cache, and is not stored yet.
+    const known = this.pending.get(id) ?? this.cached.get(id);
     if (known) {
       this.cached.delete(id);
       return known;

@@ -81,9 +81,15 @@ export interface StoreRefusal {
 export class RateLimiter extends DurableObject<Env> {
   private readonly sql: SqlStorage;
   private readonly rows: RowStore;
-  private table: BucketTable;
+  private readonly table: BucketTable;
   /** When the alarm is set for, as far as this instance knows (undefined: not read yet since it started). */
   private alarmAt: number | null | undefined;
+  /** The write every call decided since the last one waits for (group commit); undefined when none is due. */
+  private nextCommit: Promise<void> | undefined;
+  /** Transactions written since the instance started (group commit makes it smaller than the calls counted). */
+  commits = 0;
+  /** Storage being cleared by the alarm: writes wait for it, so none lands in the table it drops. */
+  private clearing: Promise<void> | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -94,10 +100,13 @@ export class RateLimiter extends DurableObject<Env> {
 
   /**
    * Decides a batch of takes, in order (see `take` in sliding-window.ts: each counts one request and may lease
-   * further admissions to the calling isolate, or hand leased ones back). Runs without yielding, so every
-   * decision is atomic and the batch's writes are one transaction.
+   * further admissions to the calling isolate, or hand leased ones back). The decisions are made at once,
+   * without yielding, so each is atomic; a call that counted something is answered only after its writes are
+   * stored, together with those of every call decided meanwhile (one transaction for all: what a commit costs
+   * is most of what a call costs). A call that counted nothing (every take refused) is answered at once: what
+   * it refused on can only be undone by a write failing, and then refusing was merely cautious.
    */
-  takeAll(requests: readonly TakeRequest[]): LeaseDecision[] | StoreRefusal {
+  async takeAll(requests: readonly TakeRequest[]): Promise<LeaseDecision[] | StoreRefusal> {
     // Refused with an answer, not a throw: an exception thrown by an RPC method is also reported as uncaught in
     // the object, and the caller turns the refusal into its error all the same.
     if (!Array.isArray(requests) || requests.length > MAX_TAKES_PER_CALL) return { refused: `a call carries at most ${MAX_TAKES_PER_CALL} takes` };
@@ -106,10 +115,29 @@ export class RateLimiter extends DurableObject<Env> {
         return { refused: `bucket ids are hashes of 1 to ${MAX_BUCKET_ID_LENGTH} characters` };
       }
     }
-    const now = Date.now();
-    const { decisions, earliestWritten } = this.table.takeAll(requests, now);
-    if (earliestWritten !== undefined) this.scheduleEviction(earliestWritten, now);
+    const { decisions, changed } = this.table.decide(requests, Date.now());
+    if (!changed) return decisions;
+    try {
+      await this.commit();
+    } catch (error) {
+      return { refused: `the store could not write: ${(error as Error).message}` };
+    }
     return decisions;
+  }
+
+  /** The next write of the table's pending buckets, shared by every call decided before it starts. */
+  private commit(): Promise<void> {
+    this.nextCommit ??= (async () => {
+      // A macrotask, not a microtask: calls already delivered to the object are decided before it runs.
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      await this.clearing;
+      this.nextCommit = undefined;
+      // One transaction: a write that fails leaves storage as it was, and the table goes back to it.
+      const earliest = this.ctx.storage.transactionSync(() => this.table.flush());
+      this.commits++;
+      if (earliest !== undefined) this.scheduleEviction(earliest, Date.now());
+    })();
+    return this.nextCommit;
   }
 
   /** Deletes expired buckets; an object left with none deletes its storage (older versions' included). */
@@ -117,15 +145,19 @@ export class RateLimiter extends DurableObject<Env> {
     const now = Date.now();
     this.alarmAt = null;
     this.table.evict(now);
+    if (this.table.pendingCount > 0 || this.clearing) return;
     const next = this.rows.earliestExpiry();
-    if (next === undefined) {
-      await this.ctx.storage.deleteAll();
-      // deleteAll drops the table too; the object may be called again at once.
-      createTable(this.sql);
-      this.table = new BucketTable(this.rows);
+    if (next !== undefined) {
+      this.scheduleEviction(next, now);
       return;
     }
-    this.scheduleEviction(next, now);
+    // deleteAll drops the table too; the object may be called again at once, and its writes wait for this.
+    this.clearing = this.ctx.storage.deleteAll().then(() => createTable(this.sql));
+    try {
+      await this.clearing;
+    } finally {
+      this.clearing = undefined;
+    }
   }
 
   private scheduleEviction(expires: number, now: number): void {

@@ -26,6 +26,12 @@ function mapStore() {
 
 const spec = { capacity: 5, windowMs: 10_000 };
 
+/** Decides a batch and writes it at once, as an object does when no other call shares its commit. */
+function takeAll(table: BucketTable, requests: readonly TakeRequest[], now: number) {
+  const { decisions } = table.decide(requests, now);
+  return { decisions, earliestWritten: table.flush() };
+}
+
 /** A schedule of batches: each a time step and takes over a few buckets. */
 const schedules = fc.array(
   fc.record({
@@ -49,7 +55,7 @@ describe("BucketTable", () => {
           now += batch.gap;
           if (batch.evict) table.evict(now);
           const requests = batch.takes.map(({ bucket, want }): TakeRequest => ({ id: `b${bucket}`, spec, want, leaseMs: 0, forRequest: true }));
-          const { decisions } = table.takeAll(requests, now);
+          const { decisions } = takeAll(table, requests, now);
           batch.takes.forEach(({ bucket, want }, index) => {
             const expected = take(reference.get(bucket) ?? emptyWindow, now, spec, want, 0);
             reference.set(bucket, expected.state);
@@ -69,11 +75,11 @@ describe("BucketTable", () => {
     const writes: string[] = [];
     const table = new BucketTable({ ...store, write: (id, row, expires) => (writes.push(id), store.write(id, row, expires)) });
     const request = (id: string): TakeRequest => ({ id, spec: { capacity: 2, windowMs: 1_000 }, want: 1, leaseMs: 0, forRequest: true });
-    const { earliestWritten } = table.takeAll([request("a"), request("a"), request("b")], 5_000);
+    const { earliestWritten } = takeAll(table, [request("a"), request("a"), request("b")], 5_000);
     expect(writes).toEqual(["a", "b"]);
     expect(earliestWritten).toBe(6_000);
     writes.length = 0;
-    const rejected = table.takeAll([request("a")], 5_500);
+    const rejected = takeAll(table, [request("a")], 5_500);
     expect(rejected.decisions[0]!.allowed).toBe(false);
     expect(writes).toEqual([]);
     expect(rejected.earliestWritten).toBeUndefined();
@@ -83,10 +89,65 @@ describe("BucketTable", () => {
     const { rows, store } = mapStore();
     const table = new BucketTable(store);
     const request = (id: string, windowMs: number): TakeRequest => ({ id, spec: { capacity: 2, windowMs }, want: 1, leaseMs: 0, forRequest: true });
-    table.takeAll([request("short", 1_000), request("long", 60_000)], 10_000);
+    takeAll(table, [request("short", 1_000), request("long", 60_000)], 10_000);
     expect(table.evict(10_999)).toBe(0);
     expect(table.evict(11_000)).toBe(1);
     expect([...rows.keys()]).toEqual(["long"]);
     expect(table.cachedCount).toBe(1);
+  });
+
+  it("decides batches written together (group commit) exactly as batches written one by one, and drops a failed write's decisions", () => {
+    fc.assert(
+      fc.property(
+        schedules,
+        fc.array(fc.constantFrom("flush", "wait", "fail"), { minLength: 1, maxLength: 120 }),
+        fc.integer({ min: 1, max: 4 }),
+        (batches, after, maxCached) => {
+          const { rows, store } = mapStore();
+          let failNext = false;
+          const failing: RowStore = {
+            ...store,
+            write: (id, row, expires) => {
+              if (failNext) throw new Error("disk full");
+              store.write(id, row, expires);
+            },
+          };
+          const table = new BucketTable(failing, maxCached);
+          /** What storage holds, and what the table decided since (not yet written). */
+          let stored = new Map<string, WindowState>();
+          let unwritten = new Map<string, WindowState>();
+          let now = 1_700_000_000_000;
+          batches.forEach((batch, index) => {
+            now += batch.gap;
+            const requests = batch.takes.map(({ bucket, want }): TakeRequest => ({ id: `b${bucket}`, spec, want, leaseMs: 0, forRequest: true }));
+            const { decisions, changed } = table.decide(requests, now);
+            let anyGranted = false;
+            requests.forEach((request, at) => {
+              const expected = take(unwritten.get(request.id) ?? stored.get(request.id) ?? emptyWindow, now, spec, request.want, 0);
+              unwritten.set(request.id, expected.state);
+              expect(decisions[at]).toEqual(expected.decision);
+              anyGranted ||= expected.decision.granted > 0;
+            });
+            expect(changed).toBe(anyGranted);
+            const step = after[index % after.length];
+            if (step === "wait") return;
+            failNext = step === "fail" && table.pendingCount > 0;
+            if (failNext) {
+              expect(() => table.flush()).toThrow("disk full");
+              failNext = false;
+              // Storage may hold part of the batch (the transaction's rollback is the object's; a Map has none):
+              // what it holds now is the truth the table goes back to.
+              stored = new Map([...rows].map(([id, row]) => [id, (JSON.parse(row.text) as BucketRow).state]));
+            } else {
+              table.flush();
+              stored = new Map([...stored, ...unwritten]);
+            }
+            unwritten = new Map();
+            expect(table.pendingCount).toBe(0);
+          });
+        },
+      ),
+      { numRuns: 200 },
+    );
   });
 });

@@ -1,7 +1,7 @@
 import { abortAllDurableObjects, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { TakeRequest } from "../../src/limiter/bucket-table.ts";
-import { MAX_TAKES_PER_CALL } from "../../src/limiter/limiter-object.ts";
+import { MAX_TAKES_PER_CALL, type RateLimiter } from "../../src/limiter/limiter-object.ts";
 import type { LeaseDecision, LeaseReturn, WindowSpec } from "../../src/limiter/sliding-window.ts";
 import { limiterBehaviour } from "../shared/limiter-behaviour.ts";
 
@@ -117,5 +117,41 @@ describe("RateLimiter Durable Object: many buckets per object", () => {
     expect(back).toMatchObject({ allowed: true, remaining: 198 });
     await abortAllDurableObjects();
     expect(await takeOne(env.RATE_LIMITER.get(stub.id), "b", spec)).toMatchObject({ allowed: true, remaining: 197 });
+  });
+
+  it("writes the calls decided together in one commit, and answers each only once it is stored", async () => {
+    const stub = freshStub();
+    const spec = { capacity: 1, windowMs: 60_000 };
+    const take = (id: string): TakeRequest => ({ id, spec, want: 1, leaseMs: 0, forRequest: true });
+    const { answers, storedWhenAnswered, commits } = await runInDurableObject(stub, async (instance: RateLimiter, state) => {
+      const stored = () => state.storage.sql.exec("SELECT COUNT(*) AS n FROM buckets").one().n as number;
+      const storedWhenAnswered: number[] = [];
+      const calls = ["a", "b", "c", "a"].map((id) =>
+        instance.takeAll([take(id)]).then((answer) => {
+          storedWhenAnswered.push(stored());
+          return answer;
+        }),
+      );
+      const answers = await Promise.all(calls);
+      return { answers, storedWhenAnswered, commits: instance.commits };
+    });
+    expect(answers.map((answer) => (answer as LeaseDecision[])[0]!.allowed)).toEqual([true, true, true, false]);
+    expect(commits).toBe(1);
+    // The refused call was answered first, at once; each of the others only with all three rows stored.
+    expect(storedWhenAnswered).toEqual([0, 3, 3, 3]);
+  });
+
+  it("refuses every call of a commit whose write fails, and then decides from what storage holds", async () => {
+    const stub = freshStub();
+    const spec = { capacity: 2, windowMs: 60_000 };
+    await takeOne(stub, "kept", spec);
+    await runInDurableObject(stub, (_instance, state) => {
+      state.storage.sql.exec("CREATE TRIGGER full_disk BEFORE UPDATE ON buckets BEGIN SELECT RAISE(ABORT, 'disk full'); END");
+    });
+    expect(await stub.takeAll([{ id: "kept", spec, want: 1, leaseMs: 0, forRequest: true }])).toEqual({ refused: expect.stringContaining("disk full") });
+    await runInDurableObject(stub, (_instance, state) => void state.storage.sql.exec("DROP TRIGGER full_disk"));
+    // The refused take was not counted: one admission is left, as storage says.
+    expect(await takeOne(stub, "kept", spec)).toMatchObject({ allowed: true, remaining: 0 });
+    expect((await takeOne(stub, "kept", spec)).allowed).toBe(false);
   });
 });
