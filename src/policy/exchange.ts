@@ -31,6 +31,12 @@ export interface RateLimitVars {
 export interface RestrictIpsVars {
   /** The client address is not allowed: answered 403, or would have with `enforce: false`. */
   denied: boolean;
+  /** As ngrok's: 'allow' or 'deny' once the action ran, '' before. */
+  action: string;
+  /** The CIDR (as written) that decided: the deny CIDR the address lies in, else the allow CIDR; '' for none. */
+  matched_cidr: string;
+  /** Why the check could not be made (an address that does not parse), else ''. */
+  error: { code: string; message: string };
 }
 
 /** Result variables of actions that ran, readable as `actions.svc.<action>.*` (last execution only). */
@@ -51,6 +57,33 @@ export interface RateLimitField {
   readonly resetSeconds: number;
 }
 
+/**
+ * What the platform knows of the client connection: the fields of Workers' `request.cf` that variables read
+ * (conn.geo.*, conn.client_ip.geo.*, conn.tls.*). Absent off Workers (Node tests, tools); any field may be
+ * absent on Workers too (local development, addresses Cloudflare cannot place).
+ */
+export interface ConnectionFacts {
+  readonly country?: string;
+  readonly city?: string;
+  readonly continent?: string;
+  readonly region?: string;
+  readonly regionCode?: string;
+  readonly postalCode?: string;
+  readonly metroCode?: string;
+  readonly timezone?: string;
+  readonly latitude?: string;
+  readonly longitude?: string;
+  /** "1" when the country is in the EU. */
+  readonly isEUCountry?: string;
+  readonly asn?: number;
+  readonly asOrganization?: string;
+  /** e.g. "TLSv1.3"; absent on plain HTTP. */
+  readonly tlsVersion?: string;
+  readonly tlsCipher?: string;
+  /** e.g. "HTTP/2". */
+  readonly httpProtocol?: string;
+}
+
 /** Work a request may leave running after its response (a Worker's ExecutionContext is one). */
 export interface AfterResponse {
   waitUntil(task: Promise<unknown>): void;
@@ -69,10 +102,23 @@ export interface Exchange {
   readonly budget: EvaluationBudget;
   /** RateLimit header members collected by rate-limit actions with `ratelimit_headers: true`, in order. */
   rateLimitFields?: RateLimitField[];
+  /**
+   * The connection as the platform describes it (`request.cf` on Workers), read only when a variable needs it:
+   * reading `request.cf` costs (it is materialized on first access).
+   */
+  readonly connection?: () => ConnectionFacts | undefined;
+  /**
+   * `vars.*`: the variables `set-vars` actions wrote, by name, as CEL values (string, bigint for int, number
+   * for double, boolean, list, map). Created by the first set-vars that runs; absent reads as an empty map.
+   */
+  policyVars?: Map<string, unknown>;
 }
 
 export function initialVars(): ActionVars {
-  return { rate_limit: { bucket_key: "", limited: false, error: { code: "", message: "" } }, restrict_ips: { denied: false } };
+  return {
+    rate_limit: { bucket_key: "", limited: false, error: { code: "", message: "" } },
+    restrict_ips: { denied: false, action: "", matched_cidr: "", error: { code: "", message: "" } },
+  };
 }
 
 /** Names one bucket: its Durable Object is per (ingress instance, scope, action name, key). */
