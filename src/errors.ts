@@ -23,6 +23,8 @@ export const ErrorCode = {
   upstreamUnavailable: 302,
   circuitOpen: 303,
   upstreamTimeout: 304,
+  /** A webhook failed verify-webhook (ngrok's ERR_NGROK_3204); its body too large to verify answers 413 with it. */
+  webhookUnverified: 3204,
   internal: 500,
 } as const;
 
