@@ -5,7 +5,7 @@ import { errorAnswer } from "../error-answer.ts";
 import { ErrorCode, ServiceError } from "../errors.ts";
 import { EvaluationBudget } from "../policy/evaluation-budget.ts";
 import { runPhase, type EvaluationLog } from "../policy/evaluate.ts";
-import { initialVars, type ActionServices, type AfterResponse, type Exchange, type ExchangeRequest } from "../policy/exchange.ts";
+import { initialVars, type ActionServices, type AfterResponse, type ConnectionFacts, type Exchange, type ExchangeRequest } from "../policy/exchange.ts";
 import type { PolicyTarget } from "../policy/target.ts";
 import type { IsolateBuckets } from "../limiter/isolate-buckets.ts";
 import { ingressId } from "../ingress.ts";
@@ -77,6 +77,8 @@ export async function runThroughPolicy(
     request: new ExchangeRequestView(request, url),
     vars: initialVars(),
     budget: new EvaluationBudget(),
+    // Read only when a conn.geo / conn.tls variable needs it: request.cf is materialized on first access.
+    connection: () => request.cf as ConnectionFacts | undefined,
   };
   // INGRESS_ID when configured; else the data center, remembered per isolate (reading request.cf is costly).
   const ingress = env.INGRESS_ID || isolate.buckets.ingress.of(() => ingressId(env, request));
