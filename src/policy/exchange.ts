@@ -112,7 +112,18 @@ export interface Exchange {
    * for double, boolean, list, map). Created by the first set-vars that runs; absent reads as an empty map.
    */
   policyVars?: Map<string, unknown>;
+  /**
+   * `forward-internal`: the request, with the inbound changes so far, through the route or tunnel of the same
+   * owner that an internal URL names (its policy, then its upstream). Absent where nothing may be forwarded to.
+   */
+  readonly forwardInternal?: (url: URL) => Promise<InternalForwardResult>;
 }
+
+/**
+ * What a forward-internal got: the target's answer, or (`ok: false`) the error answer of a forward that did
+ * not happen (no such target, a loop, too many hops), before anything of the request was consumed.
+ */
+export type InternalForwardResult = { readonly ok: true; readonly response: Response } | { readonly ok: false; readonly response: Response };
 
 export function initialVars(): ActionVars {
   return {
