@@ -2,6 +2,7 @@
 
 import type { WindowDecision, WindowSpec } from "../limiter/sliding-window.ts";
 import type { EvaluationBudget } from "./evaluation-budget.ts";
+import type { RequestBody } from "./request-body.ts";
 
 /** The two phases, by their canonical names (documents may call them on_http_request / on_http_response). */
 export type Phase = "inbound" | "outbound";
@@ -13,6 +14,11 @@ export interface ExchangeRequest {
   readonly host: string;
   /** Inbound actions may change these; they are the headers sent upstream. */
   readonly headers: Headers;
+  /**
+   * The body, for an inbound action that must read it (verify-webhook): read once, bounded, and what was read
+   * is what the upstream receives. Absent where there is none to give (tools, tests): reads as empty.
+   */
+  readonly body?: RequestBody;
 }
 
 export interface ExchangeResponse {
@@ -39,10 +45,18 @@ export interface RestrictIpsVars {
   error: { code: string; message: string };
 }
 
+export interface VerifyWebhookVars {
+  /** The last verify-webhook found the provider's valid signature. */
+  verified: boolean;
+  /** Why it did not (ERR_SVC_3204 and the reason), else ''. */
+  error: { code: string; message: string };
+}
+
 /** Result variables of actions that ran, readable as `actions.svc.<action>.*` (last execution only). */
 export interface ActionVars {
   rate_limit: RateLimitVars;
   restrict_ips: RestrictIpsVars;
+  verify_webhook: VerifyWebhookVars;
 }
 
 /** One member of the RateLimit-Policy and RateLimit header fields, from one rate-limit decision. */
@@ -129,6 +143,7 @@ export function initialVars(): ActionVars {
   return {
     rate_limit: { bucket_key: "", limited: false, error: { code: "", message: "" } },
     restrict_ips: { denied: false, action: "", matched_cidr: "", error: { code: "", message: "" } },
+    verify_webhook: { verified: false, error: { code: "", message: "" } },
   };
 }
 
