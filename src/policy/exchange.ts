@@ -2,6 +2,7 @@
 
 import type { WindowDecision, WindowSpec } from "../limiter/sliding-window.ts";
 import type { EvaluationBudget } from "./evaluation-budget.ts";
+import type { InterpolationLog } from "./expression-error-log.ts";
 import type { RequestBody } from "./request-body.ts";
 
 /** The two phases, by their canonical names (documents may call them on_http_request / on_http_response). */
@@ -199,4 +200,6 @@ export interface ActionServices {
   readonly counter: RateLimitCounter;
   /** Absent: decisions are not reported and `log` records go to console.log as JSON lines. */
   readonly decisions?: DecisionSink;
+  /** Where a `${…}` that fails at request time is reported; absent: a log of the policy engine's own. */
+  readonly interpolationErrors?: InterpolationLog;
 }

@@ -1,5 +1,6 @@
 /**
- * Logs expressions that fail at request time (an absent header indexed, a run-time budget spent) without
+ * Logs expressions that fail at request time (an absent header indexed, a run-time budget spent), those
+ * gating entries and those interpolated into action fields (`${…}`), without
  * turning traffic into a log flood: at most one line per expression per second, carrying how many failures
  * of it went unlogged since, and at most MAX_ERROR_LINES_PER_SECOND lines a second from the whole isolate.
  * Pure: the clock and the writer are injected; memory is bounded by expressions remembered.
@@ -11,7 +12,7 @@ import type { CompiledEntry } from "./compile.ts";
 export const ERROR_LOG_INTERVAL_MS = 1000;
 /** Lines the isolate writes per second for all expressions together. */
 export const MAX_ERROR_LINES_PER_SECOND = 20;
-/** Expressions remembered (keyed by their compiled entry and text; least recently used forgotten first). */
+/** Expressions remembered (keyed by their compiled entry or action field and text; least recently used forgotten first). */
 export const MAX_REMEMBERED_EXPRESSIONS = 1024;
 /** Characters of each of the expression, the entry's name and the error in a line (errors may quote request data). */
 export const MAX_ERROR_FIELD_CHARS = 256;
@@ -33,12 +34,18 @@ export interface EvaluationLog {
   expressionError(entry: CompiledEntry, source: string, message: string): void;
 }
 
-export class ExpressionErrorLog implements EvaluationLog {
+/** Where a `${…}` that fails at request time is reported (the actions that interpolate). */
+export interface InterpolationLog {
+  /** `field`: the compiled action field, by identity; `where`: its path, e.g. `inbound[0].actions[1].config.headers.x-ip`. */
+  interpolationError(field: object, where: string, source: string, message: string): void;
+}
+
+export class ExpressionErrorLog implements EvaluationLog, InterpolationLog {
   private readonly now: () => number;
   private readonly write: (line: string) => void;
   /** Per entry (a compiled policy's object, so a policy dropped from its cache is forgotten with it), per source. */
   private readonly memories = new Map<string, Memory>();
-  private readonly ids = new WeakMap<CompiledEntry, number>();
+  private readonly ids = new WeakMap<object, number>();
   private nextId = 0;
   private second = -1;
   private linesThisSecond = 0;
@@ -49,8 +56,26 @@ export class ExpressionErrorLog implements EvaluationLog {
   }
 
   expressionError(entry: CompiledEntry, source: string, message: string): void {
+    const where = entry.name ? ` of entry ${JSON.stringify(clip(entry.name))}` : "";
+    this.report(
+      entry,
+      source,
+      (since) => `traffic policy: expression ${JSON.stringify(clip(source))}${where} failed (${clip(message)}); the entry is skipped${since}`,
+    );
+  }
+
+  interpolationError(field: object, where: string, source: string, message: string): void {
+    this.report(
+      field,
+      source,
+      (since) => `traffic policy: \${${clip(source)}} in ${clip(where)} failed (${clip(message)}); it is written as empty text${since}`,
+    );
+  }
+
+  /** Writes `line` unless this expression wrote one within the interval or the isolate is at its lines a second. */
+  private report(owner: object, source: string, line: (since: string) => string): void {
     const now = this.now();
-    const key = `${this.idOf(entry)}\u0000${source}`;
+    const key = `${this.idOf(owner)}\u0000${source}`;
     const memory = this.memories.get(key);
     if (memory && now - memory.lastAt < ERROR_LOG_INTERVAL_MS) {
       memory.suppressed++;
@@ -71,16 +96,14 @@ export class ExpressionErrorLog implements EvaluationLog {
     this.linesThisSecond++;
     const suppressed = memory?.suppressed ?? 0;
     this.remember(key, { lastAt: now, suppressed: 0 });
-    const where = entry.name ? ` of entry ${JSON.stringify(clip(entry.name))}` : "";
-    const since = suppressed > 0 ? ` (and ${suppressed} more times since its last line)` : "";
-    this.write(`traffic policy: expression ${JSON.stringify(clip(source))}${where} failed (${clip(message)}); the entry is skipped${since}`);
+    this.write(line(suppressed > 0 ? ` (and ${suppressed} more times since its last line)` : ""));
   }
 
-  private idOf(entry: CompiledEntry): number {
-    let id = this.ids.get(entry);
+  private idOf(owner: object): number {
+    let id = this.ids.get(owner);
     if (id === undefined) {
       id = this.nextId++;
-      this.ids.set(entry, id);
+      this.ids.set(owner, id);
     }
     return id;
   }
