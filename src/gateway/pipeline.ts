@@ -6,6 +6,7 @@ import { ErrorCode, ServiceError } from "../errors.ts";
 import { EvaluationBudget } from "../policy/evaluation-budget.ts";
 import { runPhase, type EvaluationLog } from "../policy/evaluate.ts";
 import { initialVars, type ActionServices, type AfterResponse, type ConnectionFacts, type Exchange, type ExchangeRequest } from "../policy/exchange.ts";
+import { RequestBody } from "../policy/request-body.ts";
 import type { PolicyTarget } from "../policy/target.ts";
 import type { IsolateBuckets } from "../limiter/isolate-buckets.ts";
 import { ingressId } from "../ingress.ts";
@@ -56,6 +57,18 @@ class ExchangeRequestView implements ExchangeRequest {
   get headers(): Headers {
     return (this.copied ??= new Headers(this.original.headers));
   }
+
+  private bodyReader: RequestBody | undefined;
+
+  get body(): RequestBody {
+    return (this.bodyReader ??= new RequestBody(this.original.body, this.original.headers.get("content-length")));
+  }
+
+  /** The request to send on: the original, or, when an action read its body, the same carrying what was read. */
+  forwardable(): Request {
+    const body = this.bodyReader?.forwardBody();
+    return body === undefined ? this.original : new Request(this.original, { body });
+  }
 }
 
 /**
@@ -70,11 +83,12 @@ export async function runThroughPolicy(
   url: URL = new URL(request.url),
   afterResponse?: AfterResponse,
 ): Promise<Response> {
+  const view = new ExchangeRequestView(request, url);
   const exchange: Exchange = {
     scope: target.scope,
     afterResponse,
     clientIp: clientIp(request),
-    request: new ExchangeRequestView(request, url),
+    request: view,
     vars: initialVars(),
     budget: new EvaluationBudget(),
     // Read only when a conn.geo / conn.tls variable needs it: request.cf is materialized on first access.
@@ -86,7 +100,7 @@ export async function runThroughPolicy(
 
   const rejected = await runPhase(target.policy.inbound, exchange, services, isolate.expressionErrors);
   if (rejected) return withRateLimitFields(rejected, exchange);
-  const response = await target.forward(request, exchange);
+  const response = await target.forward(view.forwardable(), exchange);
   if (target.policy.outbound.length === 0 || response.webSocket) return withRateLimitFields(response, exchange);
 
   exchange.response = { status: response.status, headers: new Headers(response.headers) };

@@ -64,8 +64,9 @@ export class RequestBody {
         }
       }
     } catch (error) {
-      // The client went away mid-body: nothing whole is left to send on, and the request is over anyway.
-      this.replacement = null;
+      // The client went away mid-body: nothing whole is left to send on, and the request is over anyway
+      // (an empty body, not none: a request whose body was taken cannot be sent on without one).
+      this.replacement = EMPTY;
       return { ok: false, tooLarge: false, message: `the request body could not be read: ${(error as Error).message}` };
     }
     const bytes = chunks.length === 1 ? chunks[0] : joined(chunks, size);
