@@ -1,5 +1,6 @@
 export { customResponseAction } from "./custom-response.ts";
 export { denyAction } from "./deny.ts";
+export { forwardInternalAction } from "./forward-internal.ts";
 export { addHeadersAction, removeHeadersAction } from "./headers.ts";
 export { logAction } from "./log.ts";
 export { rateLimitAction } from "./rate-limit.ts";
