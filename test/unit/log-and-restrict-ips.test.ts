@@ -73,13 +73,13 @@ describe("log", () => {
 
   it("an unknown variable is refused at the metadata key", () => {
     expect(problems(action("log", ["metadata:", "  who: '${conn.client}'"]))).toEqual([
-      `${FILE}:6: inbound[0].actions[0].config.metadata.who: unknown variable 'conn.client' in \${…} (expected one of req.method, req.host, req.url.path, req.url.query, req.url.raw, conn.client_ip, res.status_code, actions.svc.rate_limit.bucket_key, actions.svc.rate_limit.limited, actions.svc.rate_limit.error.code, actions.svc.rate_limit.error.message, actions.svc.restrict_ips.denied)`,
+      `${FILE}:6: inbound[0].actions[0].config.metadata.who: \${conn.client}: invalid CEL: unknown field 'client' of conn`,
     ]);
   });
 
   it("a response variable in the request phase is refused", () => {
     expect(problems(action("log", ["metadata:", "  status: '${res.status_code}'"]))).toEqual([
-      `${FILE}:6: inbound[0].actions[0].config.metadata.status: res.status_code is only available in outbound`,
+      `${FILE}:6: inbound[0].actions[0].config.metadata.status: \${res.status_code}: invalid CEL: res is only available in outbound expressions`,
     ]);
   });
 

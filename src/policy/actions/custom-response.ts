@@ -1,10 +1,21 @@
-/** `custom-response`: answers with a configured status, body and headers. */
+/**
+ * `custom-response`: answers with a configured status, body and headers. As ngrok's, the body and the header
+ * values may interpolate `${…}` (checked at load); the status is a number. An interpolated body is cut at
+ * MAX_CUSTOM_RESPONSE_BODY_CHARS, the limit a written body has; header values as add-headers' are.
+ */
 
 import { z } from "zod";
 import { defineAction, HEADER_VALUE_MESSAGE, isHeaderName, isHeaderValue } from "./action.ts";
+import { headerSafe, MAX_INTERPOLATED_HEADER_CHARS } from "./header-text.ts";
+import { compiledOnce, compileFields, FieldRun } from "./interpolated-fields.ts";
 
 /** Statuses a Response cannot carry a body with (the constructor throws). */
 const NULL_BODY_STATUSES = [204, 205, 304];
+
+/** Characters of a body, as written and after interpolation. */
+export const MAX_CUSTOM_RESPONSE_BODY_CHARS = 1_000_000;
+/** Headers of one custom response (ngrok's maximum). */
+export const MAX_CUSTOM_RESPONSE_HEADERS = 10;
 
 export const customResponseConfig = z
   .strictObject({
@@ -14,32 +25,59 @@ export const customResponseConfig = z
       .min(200, "must be at least 200")
       .max(599, "must be at most 599")
       .default(200),
-    body: z.string({ error: "must be a string" }).max(1_000_000, "must be at most 1000000 characters").optional(),
+    body: z
+      .string({ error: "must be a string" })
+      .max(MAX_CUSTOM_RESPONSE_BODY_CHARS, `must be at most ${MAX_CUSTOM_RESPONSE_BODY_CHARS} characters`)
+      .optional()
+      .describe("The body; may interpolate ${expression}."),
     headers: z
       .record(
         z.string().refine(isHeaderName, "is not a valid header name"),
         z.string({ error: "must be a string" }).refine(isHeaderValue, HEADER_VALUE_MESSAGE),
       )
-      .optional(),
+      .refine((headers) => Object.keys(headers).length <= MAX_CUSTOM_RESPONSE_HEADERS, `exceeds the limit of ${MAX_CUSTOM_RESPONSE_HEADERS} headers`)
+      .optional()
+      .describe("Header names to values; values may interpolate ${expression}."),
   })
   .refine((config) => config.body === undefined || !NULL_BODY_STATUSES.includes(config.status_code), {
     path: ["body"],
     message: `must be absent when status_code is ${NULL_BODY_STATUSES.join(", ")}`,
   });
 
+type Config = z.output<typeof customResponseConfig>;
+
+const customResponseFields = compiledOnce((config: Config, context) =>
+  compileFields(
+    [
+      ...(config.body === undefined ? [] : [[["body"], config.body] as const]),
+      ...Object.entries(config.headers ?? {}).map(([name, value]) => [["headers", name], value] as const),
+    ],
+    context,
+  ),
+);
+
 export const customResponseAction = defineAction({
   type: "custom-response",
   config: customResponseConfig,
   configOptional: false,
-  compile(config) {
-    const headers = Object.entries(config.headers ?? {});
+  check(config, context) {
+    const compiled = customResponseFields(config, context);
+    return compiled.ok ? undefined : { path: compiled.path, message: compiled.message };
+  },
+  compile(config, context) {
+    const compiled = customResponseFields(config, context);
+    if (!compiled.ok) throw new Error(`custom-response compiled after its check failed: ${compiled.message}`);
+    const body = compiled.fields.find((field) => field.path[0] === "body");
+    const headers = compiled.fields.filter((field) => field.path[0] === "headers").map((field) => [String(field.path[1]), field] as const);
     const hasContentType = headers.some(([name]) => name.toLowerCase() === "content-type");
     return {
       type: "custom-response",
-      run() {
-        const response = new Response(config.body ?? null, { status: config.status_code });
-        if (config.body !== undefined && !hasContentType) response.headers.set("content-type", "text/plain; charset=utf-8");
-        for (const [name, value] of headers) response.headers.set(name, value);
+      run(exchange, services) {
+        const run = new FieldRun(exchange, services);
+        const text = body && run.render(body, MAX_CUSTOM_RESPONSE_BODY_CHARS);
+        const response = new Response(text ?? null, { status: config.status_code });
+        if (text !== undefined && !hasContentType) response.headers.set("content-type", "text/plain; charset=utf-8");
+        for (const [name, field] of headers) response.headers.set(name, headerSafe(run.render(field, MAX_INTERPOLATED_HEADER_CHARS)));
         return response;
       },
     };

@@ -1,9 +1,18 @@
-/** `add-headers` and `remove-headers`: change request headers inbound, response headers outbound. */
+/**
+ * `add-headers` and `remove-headers`: change request headers inbound, response headers outbound. As ngrok's,
+ * add-headers values may interpolate `${…}` (checked at load; see interpolated-fields.ts), and each action
+ * names 1 to 10 headers; remove-headers names are plain text (ngrok interpolates none).
+ */
 
 import { headersChanged } from "../cel-activation.ts";
 import { z } from "zod";
 import type { Exchange, Phase } from "../exchange.ts";
 import { defineAction, HEADER_VALUE_MESSAGE, isHeaderName, isHeaderValue } from "./action.ts";
+import { headerSafe, MAX_INTERPOLATED_HEADER_CHARS } from "./header-text.ts";
+import { compiledOnce, compileFields, FieldRun } from "./interpolated-fields.ts";
+
+/** Headers one add-headers or remove-headers action names (ngrok's maximum). */
+export const MAX_HEADERS_PER_ACTION = 10;
 
 const headerName = z.string({ error: "must be a string" }).refine(isHeaderName, "is not a valid header name");
 const headerValue = z.string({ error: "must be a string" }).refine(isHeaderValue, HEADER_VALUE_MESSAGE);
@@ -13,21 +22,42 @@ function targetHeaders(exchange: Exchange, phase: Phase): Headers | undefined {
 }
 
 export const addHeadersConfig = z.strictObject({
-  headers: z.record(headerName, headerValue).refine((headers) => Object.keys(headers).length > 0, "must name at least 1 header"),
+  headers: z
+    .record(headerName, headerValue)
+    .refine((headers) => Object.keys(headers).length > 0, "must name at least 1 header")
+    .refine((headers) => Object.keys(headers).length <= MAX_HEADERS_PER_ACTION, `exceeds the limit of ${MAX_HEADERS_PER_ACTION} headers`)
+    .describe("Header names to values; values may interpolate ${expression}."),
 });
+
+const addHeadersFields = compiledOnce((config: z.output<typeof addHeadersConfig>, context) =>
+  compileFields(
+    Object.entries(config.headers).map(([name, value]) => [["headers", name], value] as const),
+    context,
+  ),
+);
 
 export const addHeadersAction = defineAction({
   type: "add-headers",
   config: addHeadersConfig,
   configOptional: false,
-  compile(config, { phase }) {
-    const entries = Object.entries(config.headers);
+  check(config, context) {
+    const compiled = addHeadersFields(config, context);
+    return compiled.ok ? undefined : { path: compiled.path, message: compiled.message };
+  },
+  compile(config, context) {
+    const compiled = addHeadersFields(config, context);
+    if (!compiled.ok) throw new Error(`add-headers compiled after its check failed: ${compiled.message}`);
+    const { phase } = context;
+    const fields = compiled.fields.map((field) => [String(field.path[1]), field] as const);
     return {
       type: "add-headers",
-      run(exchange) {
+      run(exchange, services) {
         const headers = targetHeaders(exchange, phase);
         if (!headers) return undefined;
-        for (const [name, value] of entries) headers.append(name, value);
+        const run = new FieldRun(exchange, services);
+        // Every value is rendered before any is added: an expression reads the headers as they were.
+        const values = fields.map(([name, field]) => [name, headerSafe(run.render(field, MAX_INTERPOLATED_HEADER_CHARS))] as const);
+        for (const [name, value] of values) headers.append(name, value);
         headersChanged(headers);
         return undefined;
       },
@@ -36,7 +66,7 @@ export const addHeadersAction = defineAction({
 });
 
 export const removeHeadersConfig = z.strictObject({
-  headers: z.array(headerName).min(1, "must name at least 1 header"),
+  headers: z.array(headerName).min(1, "must name at least 1 header").max(MAX_HEADERS_PER_ACTION, `exceeds the limit of ${MAX_HEADERS_PER_ACTION} headers`),
 });
 
 export const removeHeadersAction = defineAction({

@@ -1,14 +1,18 @@
 /**
  * `log` (as ngrok's): writes one structured JSON line per execution with the configured `metadata`. String
- * values may interpolate variables, `${actions.svc.rate_limit.limited}`: the names are checked at load;
- * a value that is one variable alone keeps its type (a boolean stays a boolean). What one request may log is
+ * values may interpolate CEL, `${actions.svc.rate_limit.limited}`, checked at load like every `${…}`; a value
+ * that is one `${…}` alone keeps its type when it is a bool or a number (a boolean stays a boolean). What one request may log is
  * bounded by its EvaluationBudget: values are cut while they are put together, never joined in full first,
  * and a record past the budget is dropped (counted in the next record the request writes).
  */
 
+import type { CelValue } from "@bufbuild/cel";
 import { z } from "zod";
-import type { Exchange, Phase } from "../exchange.ts";
+import type { Exchange } from "../exchange.ts";
+import { celText } from "../cel-text.ts";
+import { chargeProduced, isValueError } from "../interpolation.ts";
 import { defineAction } from "./action.ts";
+import { compiledOnce, compileFields, FieldRun, type InterpolatedField } from "./interpolated-fields.ts";
 
 /** Keys of one `metadata` map. */
 export const MAX_LOG_METADATA_KEYS = 16;
@@ -22,59 +26,40 @@ const LOG_RECORD_OVERHEAD = 320;
 
 type Scalar = string | number | boolean;
 
-/** The variables a value may interpolate, and the phase each is readable in. */
-const VARIABLES: Readonly<Record<string, { readonly read: (exchange: Exchange) => Scalar; readonly outboundOnly?: boolean }>> = {
-  "req.method": { read: (exchange) => exchange.request.method },
-  "req.host": { read: (exchange) => exchange.request.host },
-  "req.url.path": { read: (exchange) => exchange.request.url.pathname },
-  "req.url.query": { read: (exchange) => exchange.request.url.search.replace(/^\?/, "") },
-  "req.url.raw": { read: (exchange) => exchange.request.url.pathname + exchange.request.url.search },
-  "conn.client_ip": { read: (exchange) => exchange.clientIp },
-  "res.status_code": { read: (exchange) => exchange.response?.status ?? 0, outboundOnly: true },
-  "actions.svc.rate_limit.bucket_key": { read: (exchange) => exchange.vars.rate_limit.bucket_key },
-  "actions.svc.rate_limit.limited": { read: (exchange) => exchange.vars.rate_limit.limited },
-  "actions.svc.rate_limit.error.code": { read: (exchange) => exchange.vars.rate_limit.error.code },
-  "actions.svc.rate_limit.error.message": { read: (exchange) => exchange.vars.rate_limit.error.message },
-  "actions.svc.restrict_ips.denied": { read: (exchange) => exchange.vars.restrict_ips.denied },
-};
+/** One metadata value, compiled: a literal, one `${…}` (keeping its type), or a template; at most `max` characters of it. */
+type CompiledValue = (run: FieldRun, exchange: Exchange, max: number) => Scalar;
 
-const PLACEHOLDER = /\$\{([^}]*)\}/g;
-
-/** What is wrong with the variables a template names in `phase`, if anything. */
-function templateProblem(template: string, phase: Phase): string | undefined {
-  for (const [, inner] of template.matchAll(PLACEHOLDER)) {
-    const name = inner.trim();
-    const variable = VARIABLES[name];
-    if (!variable) return `unknown variable '${name}' in \${…} (expected one of ${Object.keys(VARIABLES).join(", ")})`;
-    if (variable.outboundOnly && phase === "inbound") return `${name} is only available in outbound`;
-  }
-  return undefined;
+function clip(value: string, max: number): string {
+  return value.length > max ? value.slice(0, max) : value;
 }
 
-/** One metadata value, compiled: a literal, one variable, or a template; at most `max` characters of it. */
-type CompiledValue = (exchange: Exchange, max: number) => Scalar;
+/** A value of one `${…}` alone as the record holds it: bools and numbers as themselves, the rest as text. */
+function typed(value: CelValue, max: number): Scalar {
+  if (typeof value === "boolean") return value;
+  if (typeof value === "number" && Number.isFinite(value)) return value;
+  if (typeof value === "bigint" && value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(value);
+  return celText(value, max);
+}
 
-function compileValue(value: Scalar): CompiledValue {
-  if (typeof value !== "string") return () => value;
-  if (!value.includes("${")) return (_exchange, max) => clip(value, max);
-  const alone = /^\$\{([^}]*)\}$/.exec(value);
+function compileValue(value: Scalar, field: InterpolatedField | undefined): CompiledValue {
+  if (typeof value !== "string" || !field?.template.dynamic) return typeof value === "string" ? (_run, _exchange, max) => clip(value, max) : () => value;
+  const alone = field.template.alone;
   if (alone) {
-    const read = VARIABLES[alone[1].trim()].read;
-    return (exchange, max) => clip(read(exchange), max);
+    return (run, exchange, max) => {
+      const failed = run.failed(field);
+      const bindings = run.variables(alone.source, failed);
+      if (!bindings) return "";
+      const result = alone.evaluate(exchange, bindings);
+      if (isValueError(result)) {
+        failed(alone.source, result.error);
+        return "";
+      }
+      const scalar = typed(result, max);
+      // as every interpolated character is, charged to the request (a number or bool costs its digits)
+      return chargeProduced(exchange, String(scalar).length, alone.source, failed) ? scalar : "";
+    };
   }
-  const parts = value.split(PLACEHOLDER).map((part, index) => (index % 2 === 0 ? () => part : VARIABLES[part.trim()].read));
-  return (exchange, max) => {
-    let joined = "";
-    for (const read of parts) {
-      if (joined.length >= max) break;
-      joined += String(read(exchange)).slice(0, max - joined.length);
-    }
-    return joined;
-  };
-}
-
-function clip(value: Scalar, max: number): Scalar {
-  return typeof value === "string" && value.length > max ? value.slice(0, max) : value;
+  return (run, _exchange, max) => run.render(field, max);
 }
 
 /**
@@ -83,6 +68,7 @@ function clip(value: Scalar, max: number): Scalar {
  */
 function metadataWithin(
   values: ReadonlyArray<readonly [string, CompiledValue]>,
+  run: FieldRun,
   exchange: Exchange,
   overhead: number,
 ): { metadata: Record<string, Scalar>; truncated: boolean } | undefined {
@@ -94,7 +80,7 @@ function metadataWithin(
     // quotes, colon and comma around the key, and the quotes of a string value
     const room = left - (key.length + 6);
     if (room <= 0) return written > 0 ? { metadata, truncated: true } : undefined;
-    const value = read(exchange, Math.min(MAX_LOG_VALUE_CHARS, room));
+    const value = read(run, exchange, Math.min(MAX_LOG_VALUE_CHARS, room));
     metadata[key] = value;
     written++;
     left -= key.length + 6 + (typeof value === "string" ? value.length : String(value).length);
@@ -121,27 +107,35 @@ export const logConfig = z.strictObject({
     .describe("What to log: names to strings (which may interpolate ${variables}), numbers or booleans."),
 });
 
+const logFields = compiledOnce((config: z.output<typeof logConfig>, context) =>
+  compileFields(
+    Object.entries(config.metadata).flatMap(([key, value]) => (typeof value === "string" ? [[["metadata", key], value] as const] : [])),
+    context,
+  ),
+);
+
 export const logAction = defineAction({
   type: "log",
   config: logConfig,
   configOptional: false,
-  check(config, { phase }) {
-    for (const [key, value] of Object.entries(config.metadata)) {
-      const problem = typeof value === "string" ? templateProblem(value, phase) : undefined;
-      if (problem) return { path: ["metadata", key], message: problem };
-    }
-    return undefined;
+  check(config, context) {
+    const compiled = logFields(config, context);
+    return compiled.ok ? undefined : { path: compiled.path, message: compiled.message };
   },
   compile(config, context) {
-    const values = Object.entries(config.metadata).map(([key, value]) => [key, compileValue(value)] as const);
+    const compiled = logFields(config, context);
+    if (!compiled.ok) throw new Error(`log compiled after its check failed: ${compiled.message}`);
+    const fieldOf = new Map(compiled.fields.map((field) => [String(field.path[1]), field]));
+    const values = Object.entries(config.metadata).map(([key, value]) => [key, compileValue(value, fieldOf.get(key))] as const);
     return {
       type: "log",
-      run(exchange, { decisions }) {
+      run(exchange, services) {
+        const { decisions } = services;
         const { budget } = exchange;
         const dropped = budget.droppedLogRecords;
         const head = { route: exchange.scope, action: context.position, phase: context.phase, ...(dropped > 0 ? { dropped_before: dropped } : {}) };
         const overhead = JSON.stringify({ ...head, metadata: {}, truncated: true }).length + LOG_RECORD_OVERHEAD;
-        const within = metadataWithin(values, exchange, overhead);
+        const within = metadataWithin(values, new FieldRun(exchange, services), exchange, overhead);
         const record = within && { ...head, metadata: within.metadata, ...(within.truncated ? { truncated: true } : {}) };
         // The whole record counts, as written: its fields, the metadata as JSON, what the sink adds.
         if (!record || !budget.takeLogBytes(JSON.stringify(record).length + LOG_RECORD_OVERHEAD)) {
