@@ -5,9 +5,19 @@ import { errorAnswer } from "../error-answer.ts";
 import { ErrorCode, ServiceError } from "../errors.ts";
 import { EvaluationBudget } from "../policy/evaluation-budget.ts";
 import { runPhase, type EvaluationLog } from "../policy/evaluate.ts";
-import { initialVars, type ActionServices, type AfterResponse, type ConnectionFacts, type Exchange, type ExchangeRequest } from "../policy/exchange.ts";
+import {
+  initialVars,
+  type ActionServices,
+  type AfterResponse,
+  type ConnectionFacts,
+  type Exchange,
+  type ExchangeRequest,
+  type InternalForwardResult,
+} from "../policy/exchange.ts";
+import { ForwardChain, internalTargetNotFound } from "../policy/forward-chain.ts";
+import { isInternalHost } from "../policy/internal-url.ts";
 import { RequestBody } from "../policy/request-body.ts";
-import type { PolicyTarget } from "../policy/target.ts";
+import type { InternalTargets, PolicyTarget } from "../policy/target.ts";
 import type { IsolateBuckets } from "../limiter/isolate-buckets.ts";
 import { ingressId } from "../ingress.ts";
 import { withRateLimitFields } from "../policy/rate-limit-fields.ts";
@@ -73,7 +83,8 @@ class ExchangeRequestView implements ExchangeRequest {
 
 /**
  * Runs inbound policy → target → outbound policy for one request (`url`: the request's, when already parsed;
- * `afterResponse`: the request's ExecutionContext, where counting may leave a lease renewal running).
+ * `afterResponse`: the request's ExecutionContext, where counting may leave a lease renewal running; `chain`:
+ * the targets a forward-internal brought the request through, absent for a request from a client).
  */
 export async function runThroughPolicy(
   request: Request,
@@ -82,25 +93,37 @@ export async function runThroughPolicy(
   target: PolicyTarget,
   url: URL = new URL(request.url),
   afterResponse?: AfterResponse,
+  chain?: ForwardChain,
 ): Promise<Response> {
   const view = new ExchangeRequestView(request, url);
+  // A forwarded request keeps the client's address (a policy may have rewritten the header) and its budget.
+  let forwarded: Response | undefined;
+  const internal = target.internal;
   const exchange: Exchange = {
     scope: target.scope,
     afterResponse,
-    clientIp: clientIp(request),
+    clientIp: chain ? chain.clientIp : clientIp(request),
     request: view,
     vars: initialVars(),
-    budget: new EvaluationBudget(),
+    budget: chain ? chain.budget : new EvaluationBudget(),
     // Read only when a conn.geo / conn.tls variable needs it: request.cf is materialized on first access.
     connection: () => request.cf as ConnectionFacts | undefined,
+    forwardInternal:
+      internal &&
+      (async (to) => {
+        const result = await forwardInternal(request, view, env, isolate, target.scope, internal, exchange, to, afterResponse, chain);
+        if (result.ok) forwarded = result.response;
+        return result;
+      }),
   };
   // INGRESS_ID when configured; else the data center, remembered per isolate (reading request.cf is costly).
   const ingress = env.INGRESS_ID || isolate.buckets.ingress.of(() => ingressId(env, request));
   const services: ActionServices = rateLimitServices(env, ingress, isolate.buckets);
 
   const rejected = await runPhase(target.policy.inbound, exchange, services, isolate.expressionErrors);
-  if (rejected) return withRateLimitFields(rejected, exchange);
-  const response = await target.forward(view.forwardable(), exchange);
+  // A forward-internal's answer stands for the upstream's: the outbound policy runs on it (as on ngrok).
+  if (rejected && rejected !== forwarded) return withRateLimitFields(rejected, exchange);
+  const response = rejected ?? (await target.forward(view.forwardable(), exchange));
   if (target.policy.outbound.length === 0 || response.webSocket) return withRateLimitFields(response, exchange);
 
   exchange.response = { status: response.status, headers: new Headers(response.headers) };
@@ -113,6 +136,37 @@ export async function runThroughPolicy(
     new Response(response.body, { status: response.status, statusText: response.statusText, headers: exchange.response.headers }),
     exchange,
   );
+}
+
+/**
+ * forward-internal: the request as the inbound policy left it (headers; a body an action read) through the
+ * target `to` names among `internal`, in a chain that refuses loops and long chains before anything is sent.
+ */
+async function forwardInternal(
+  client: Request,
+  view: ExchangeRequestView,
+  env: Env,
+  isolate: IsolateState,
+  scope: string,
+  internal: InternalTargets,
+  exchange: Exchange,
+  to: URL,
+  afterResponse: AfterResponse | undefined,
+  chain: ForwardChain | undefined,
+): Promise<InternalForwardResult> {
+  const from = chain ?? ForwardChain.startingAt(scope, exchange.clientIp, exchange.budget);
+  // Refused before the body is touched, so on_error: continue still has the whole request to send on.
+  const refused = (error: ServiceError): InternalForwardResult => ({ ok: false, response: errorAnswer(error, client) });
+  const full = from.full(to);
+  if (full) return refused(full);
+  const next = await internal.resolve(to, view);
+  if (next === undefined) return refused(internalTargetNotFound(to));
+  if (next instanceof ServiceError) return refused(next);
+  const onward = from.to(next.scope, to);
+  if (onward instanceof ServiceError) return refused(onward);
+  // Method, URL (so the Host the client used, as ngrok keeps it) and body as sent; the headers as changed.
+  const request = new Request(view.forwardable(), { headers: view.headers });
+  return { ok: true, response: await runThroughPolicy(request, env, isolate, next, view.url, afterResponse, onward) };
 }
 
 /** A route's label (`edge/route`) and bucket scope, made once per route rather than per request. */
@@ -156,11 +210,26 @@ export async function handleGatewayRequest(
   isolate: IsolateState,
   url: URL = new URL(request.url),
 ): Promise<Response> {
-  const route = routes.match(url.hostname, url.pathname);
+  // A .internal host is served to forward-internal only, as ngrok's internal endpoints are.
+  const route = isInternalHost(url.hostname) ? undefined : routes.match(url.hostname, url.pathname);
   if (!route) return errorAnswer(noRoute(url), request);
+  const target = await routeTarget(route, env, ctx, routes, handlers, isolate);
+  if (target instanceof ServiceError) return errorAnswer(target, request);
+  return runThroughPolicy(request, env, isolate, target, url, ctx);
+}
+
+/** A route as its policy's target: its upstream behind its modules, and the .internal routes it may forward to. */
+async function routeTarget(
+  route: Route,
+  env: Env,
+  ctx: ExecutionContext,
+  routes: RouteTable,
+  handlers: UpstreamHandlers,
+  isolate: IsolateState,
+): Promise<PolicyTarget | ServiceError> {
   const { label, scope } = namesOf(route);
   const policy = route.policy();
-  if (!policy.ok) return errorAnswer(policyLoadError(`The policy of route '${label}' does not load`, policy.issues), request);
+  if (!policy.ok) return policyLoadError(`The policy of route '${label}' does not load`, policy.issues);
   const read = handlers.routeModules;
   const modules = read ? (isolate.routeModules.current(label) ?? (await isolate.routeModules.get(label, () => read(env, route)))) : {};
   const upstream: Upstream = route.upstream;
@@ -179,7 +248,23 @@ export async function handleGatewayRequest(
       errorThresholdPercentage: breaker.error_threshold_percentage,
     };
     forward = (original, exchange) =>
-      withCircuitBreaker(env, ctx, isolate.breakers, ingressId(env, request), label, spec, () => direct(original, exchange), original);
+      withCircuitBreaker(env, ctx, isolate.breakers, ingressId(env, original), label, spec, () => direct(original, exchange), original);
   }
-  return runThroughPolicy(request, env, isolate, { scope, policy: policy.policy, forward }, url, ctx);
+  return { scope, policy: policy.policy, forward, internal: internalRoutes(env, ctx, routes, handlers, isolate) };
+}
+
+/**
+ * The routes forward-internal on a route may reach: those of edges whose host names are under .internal
+ * (matched by the request's path), never a tunnel, never the catch-all edge.
+ */
+function internalRoutes(env: Env, ctx: ExecutionContext, routes: RouteTable, handlers: UpstreamHandlers, isolate: IsolateState): InternalTargets {
+  return {
+    async resolve(url, request) {
+      const host = url.hostname;
+      const route = routes.match(host, request.url.pathname);
+      const edge = route && routes.edge(route.edgeId);
+      const named = edge?.hostnames.some((name) => name === host || (name.startsWith("*.") && isInternalHost(name) && host.endsWith(name.slice(1))));
+      return route && named ? routeTarget(route, env, ctx, routes, handlers, isolate) : undefined;
+    },
+  };
 }
