@@ -10,12 +10,15 @@
  */
 export const MAX_READ_BODY_BYTES = 1024 * 1024;
 
+/** Bytes of memory of their own (WebCrypto takes nothing else). */
+export type BodyBytes = Uint8Array<ArrayBuffer>;
+
 export type BodyRead =
-  | { readonly ok: true; readonly bytes: Uint8Array }
+  | { readonly ok: true; readonly bytes: BodyBytes }
   | { readonly ok: false; readonly tooLarge: true; readonly limit: number }
   | { readonly ok: false; readonly tooLarge: false; readonly message: string };
 
-const EMPTY = new Uint8Array(0);
+const EMPTY: BodyBytes = new Uint8Array(0);
 
 export class RequestBody {
   private read_: Promise<BodyRead> | undefined;
@@ -69,13 +72,14 @@ export class RequestBody {
       this.replacement = EMPTY;
       return { ok: false, tooLarge: false, message: `the request body could not be read: ${(error as Error).message}` };
     }
-    const bytes = chunks.length === 1 ? chunks[0] : joined(chunks, size);
+    // A stream's chunks are never views of shared memory.
+    const bytes = chunks.length === 1 ? (chunks[0] as BodyBytes) : joined(chunks, size);
     this.replacement = bytes;
     return { ok: true, bytes };
   }
 }
 
-function joined(chunks: readonly Uint8Array[], size: number): Uint8Array {
+function joined(chunks: readonly Uint8Array[], size: number): BodyBytes {
   const bytes = new Uint8Array(size);
   let offset = 0;
   for (const chunk of chunks) {
