@@ -1,0 +1,86 @@
+/**
+ * A tunnel as its traffic policy's target: the relay through its agent's session, and the tunnels its
+ * `forward-internal` actions may reach, which are its own account's only. `https://<label>.internal` names the
+ * tunnel serving host label <label> (the label an ngrok config's `url: https://<label>.internal` asks for).
+ */
+
+import type { Env } from "../env.ts";
+import { errorAnswer } from "../error-answer.ts";
+import { ServiceError } from "../errors.ts";
+import { internalLabelOf } from "../policy/internal-url.ts";
+import type { InternalTargets, PolicyTarget } from "../policy/target.ts";
+import { clientRequestHeaders } from "./edge-streams.ts";
+import { tunnelNotFound } from "./errors.ts";
+import type { HostCache } from "./host-cache.ts";
+import type { HostClaim } from "./host-claims.ts";
+import type { TunnelServices } from "./services.ts";
+import { OFFLINE_HEADER, RELAY_PATH } from "./session-object.ts";
+
+/** The claim serving `label` (from this isolate's memory unless `fresh`), and whether it came from there. */
+export async function resolveHost(env: Env, hosts: HostCache, label: string, fresh: boolean): Promise<{ claim: HostClaim; cached: boolean } | undefined> {
+  const known = fresh ? undefined : hosts.get(label);
+  if (known) return { claim: known, cached: true };
+  const claim = await env.TUNNEL_HOST.get(env.TUNNEL_HOST.idFromName(label)).resolve();
+  if (!claim) {
+    hosts.forget(label);
+    return undefined;
+  }
+  hosts.remember(label, claim);
+  return { claim, cached: false };
+}
+
+/**
+ * The tunnel serving `label` under `claim` as a policy target, or the error its traffic gets (its policy does
+ * not compile). `shownHost`: the host its "not found" answer names; `onOffline`: told when its session
+ * turned out to have dropped the tunnel.
+ */
+export function tunnelTarget(
+  env: Env,
+  services: TunnelServices,
+  label: string,
+  claim: HostClaim,
+  shownHost: string,
+  onOffline: () => void,
+): PolicyTarget | ServiceError {
+  const policy = services.policies.get(claim.tunnelId, claim.trafficPolicy);
+  if (policy instanceof ServiceError) return policy;
+  return {
+    scope: `tunnel:${claim.tunnelId}`,
+    policy,
+    internal: accountTunnels(env, services, claim.accountId),
+    async forward(original, exchange) {
+      // The Host the local service sees is the one the client asked for, also after a forward-internal.
+      const url = exchange.request.url;
+      // one string, not five searchParams.set calls (each re-serializes the whole URL)
+      const relay =
+        `https://tunnel-session${RELAY_PATH}?tunnel=${encodeURIComponent(claim.tunnelId)}&target=${encodeURIComponent(url.pathname + url.search)}` +
+        `&client=${encodeURIComponent(exchange.clientIp)}&scheme=${encodeURIComponent(url.protocol.replace(":", ""))}&host=${encodeURIComponent(url.host)}`;
+      const session = env.TUNNEL_SESSION.get(services.hosts.sessionId(label, claim, () => env.TUNNEL_SESSION.idFromName(claim.sessionId)));
+      // the local service gets the client's Accept-Encoding, not the one the platform put in its place
+      const headers = clientRequestHeaders(exchange.request.headers, original.cf);
+      const answer = await session.fetch(relay, { method: original.method, headers, body: original.body });
+      if (answer.headers.has(OFFLINE_HEADER)) {
+        onOffline();
+        services.hosts.forget(label);
+        return errorAnswer(tunnelNotFound(shownHost), original);
+      }
+      return answer;
+    },
+  };
+}
+
+/**
+ * The tunnels of `accountId`, by internal URL. Another account's tunnel is answered as no tunnel at all, so a
+ * policy cannot tell whether a label it does not own is in use.
+ */
+function accountTunnels(env: Env, services: TunnelServices, accountId: string): InternalTargets {
+  return {
+    async resolve(url) {
+      const label = internalLabelOf(url.hostname);
+      if (label === undefined) return undefined;
+      const resolved = await resolveHost(env, services.hosts, label, false);
+      if (!resolved || resolved.claim.accountId !== accountId) return undefined;
+      return tunnelTarget(env, services, label, resolved.claim, `${label}.internal`, () => {});
+    },
+  };
+}
