@@ -10,14 +10,23 @@ import {
   rateLimitAction,
   removeHeadersAction,
   restrictIpsAction,
+  setVarsAction,
   type ActionDefinition,
 } from "./actions/index.ts";
 import { MAX_ACTIONS_PER_ENTRY, MAX_ENTRIES_PER_PHASE, MAX_EXPRESSIONS_PER_ENTRY } from "./limits.ts";
 
 export const actionDefinitions: ReadonlyMap<string, ActionDefinition> = new Map(
-  [rateLimitAction, denyAction, customResponseAction, addHeadersAction, removeHeadersAction, logAction, restrictIpsAction, forwardInternalAction].map(
-    (action) => [action.type, action as unknown as ActionDefinition],
-  ),
+  [
+    rateLimitAction,
+    denyAction,
+    customResponseAction,
+    addHeadersAction,
+    removeHeadersAction,
+    logAction,
+    restrictIpsAction,
+    forwardInternalAction,
+    setVarsAction,
+  ].map((action) => [action.type, action as unknown as ActionDefinition]),
 );
 
 const actionSchema = z.discriminatedUnion(

@@ -75,8 +75,8 @@ export class FieldRun {
     return bindings ? field.template.render(this.exchange, bindings, max, failed) : "";
   }
 
-  /** Where a `${…}` of `field` that fails is reported. */
-  failed(field: InterpolatedField): InterpolationFailed {
+  /** Where a `${…}` of `field` (or any compiled part of an action, kept by identity) that fails is reported. */
+  failed(field: { readonly where: string }): InterpolationFailed {
     const log = this.services.interpolationErrors ?? fallbackLog;
     return (source, message) => log.interpolationError(field, field.where, source, message);
   }
