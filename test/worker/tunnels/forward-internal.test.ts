@@ -56,13 +56,13 @@ describe("forward-internal between tunnels", () => {
     const frontAgent = await agentOf("devSecond");
     const front = await frontAgent.startOk({ subdomain: fresh("front"), traffic_policy: forwardingTo(`https://${backLabel}.internal`) });
 
-    const pending = publicFetch(front.public_url, "/orders?id=7", { method: "POST", body: "order", headers: { "cf-connecting-ip": "198.51.100.4" } });
+    const pending = publicFetch(front.public_url!, "/orders?id=7", { method: "POST", body: "order", headers: { "cf-connecting-ip": "198.51.100.4" } });
     const head = await backAgent.next("request_head");
     expect(head.tunnel_id).toBe(back.id);
     expect(head.target).toBe("/orders?id=7");
     expect(head.method).toBe("POST");
     expect(head.client_addr).toBe("198.51.100.4");
-    expect(headerOf(head, "host")).toBe(new URL(front.public_url).host);
+    expect(headerOf(head, "host")).toBe(new URL(front.public_url!).host);
     expect(headerOf(head, "x-from")).toBe("front");
     expect(headerOf(head, "x-via")).toBe("back");
     await answer(backAgent, head, "from back");
@@ -78,7 +78,7 @@ describe("forward-internal between tunnels", () => {
     const attacker = await agentOf("dev");
     const front = await attacker.startOk({ subdomain: fresh("thief"), traffic_policy: forwardingTo(`https://${victimLabel}.internal`) });
 
-    const refused = await publicFetch(front.public_url, "/stolen");
+    const refused = await publicFetch(front.public_url!, "/stolen");
     expect(refused.status).toBe(404);
     expect(await refused.json()).toMatchObject({
       error_code: "ERR_SVC_3200",
@@ -100,7 +100,7 @@ describe("forward-internal between tunnels", () => {
 
     // `demo.internal` is no tunnel of this account, whatever routes the gateway has.
     const front = await agent.startOk({ subdomain: fresh("route"), traffic_policy: forwardingTo("https://demo.internal") });
-    const response = await publicFetch(front.public_url, "/demo");
+    const response = await publicFetch(front.public_url!, "/demo");
     expect(response.status).toBe(404);
     expect(await response.json()).toMatchObject({ error_code: "ERR_SVC_3200" });
   });
@@ -118,7 +118,7 @@ describe("forward-internal between tunnels", () => {
   it("on_error: continue serves the tunnel itself when the target is offline", async () => {
     const agent = await agentOf("dev");
     const front = await agent.startOk({ subdomain: fresh("fallback"), traffic_policy: forwardingTo(`https://${fresh("gone")}.internal`, "continue") });
-    const pending = publicFetch(front.public_url, "/here", { method: "PUT", body: "kept" });
+    const pending = publicFetch(front.public_url!, "/here", { method: "PUT", body: "kept" });
     const head = await agent.next("request_head");
     expect(head.tunnel_id).toBe(front.id);
     expect(headerOf(head, "x-from")).toBe("front");
