@@ -12,7 +12,6 @@ const EDGE_UA = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (K
 const FIREFOX_UA = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
 const GPTBOT_UA = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.1; +https://openai.com/gptbot)";
 const GOOGLEBOT_UA = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
-const isTimestamp = (text: string) => !Number.isNaN(Date.parse(text));
 
 describe("custom-response and deny examples", () => {
   it("hello: every request is answered 200 Hello, World!", async () => {
@@ -23,21 +22,6 @@ describe("custom-response and deny examples", () => {
     const answer = await ask(routes, to("responses-maintenance-page", "/anything"));
     expect(answer).toMatchObject({ status: 503, text: expect.stringContaining("<h1>Service Unavailable</h1>") });
     expect(answer.headers.get("content-type")).toBe("text/html");
-  });
-
-  it("JSON with one interpolation: /api/example answers the connection's start time", async () => {
-    const answer = await ask(routes, to("responses-json-interpolation", "/api/example"));
-    expect(answer.status).toBe(200);
-    expect(answer.headers.get("content-type")).toBe("application/json");
-    expect(isTimestamp((JSON.parse(answer.text) as Record<string, string>)["connection-start"])).toBe(true);
-    expect((await seenUpstream(routes, to("responses-json-interpolation", "/api/other"))).url).toBe("/api/other");
-  });
-
-  it("plain text with two interpolations: 418 naming two timestamps", async () => {
-    const answer = await ask(routes, to("responses-text-multiple-interpolation", "/api/example"));
-    expect(answer.status).toBe(418);
-    const [, began, now] = answer.text.match(/^connection began at (\S+), now (\S+)$/) ?? [];
-    expect([isTimestamp(began), isTimestamp(now)]).toEqual([true, true]);
   });
 
   it("deny: every request is answered 404", async () => {
@@ -91,8 +75,12 @@ describe("custom-response and deny examples", () => {
   });
 
   it("limit size: a POST of 1000 bytes gets 400, one of 999 reaches the upstream", async () => {
-    expect((await ask(routes, to("responses-limit-size", "/", { method: "POST", body: "a".repeat(1000) }))).status).toBe(400);
-    expect((await seenUpstream(routes, to("responses-limit-size", "/", { method: "POST", body: "a".repeat(999) }))).body).toHaveLength(999);
+    expect((await ask(routes, to("responses-limit-size", "/", { method: "POST", body: "a".repeat(1000), headers: { "content-length": "1000" } }))).status).toBe(
+      400,
+    );
+    expect(
+      (await seenUpstream(routes, to("responses-limit-size", "/", { method: "POST", body: "a".repeat(999), headers: { "content-length": "999" } }))).body,
+    ).toHaveLength(999);
   });
 
   it("enforce TLS 1.3: a TLS 1.2 connection gets 401, TLS 1.3 reaches the upstream", async () => {
@@ -119,13 +107,6 @@ describe("add-headers and remove-headers examples", () => {
     expect((await seenUpstream(routes, to("headers-client-ip", "/", { clientIp: "198.51.100.23" }))).headers["x-client-ip"]).toBe("198.51.100.23");
   });
 
-  it("response headers on GET /status/200 only, one interpolating the connection's start", async () => {
-    const answer = await ask(routes, to("headers-response-interpolation", "/status/200"));
-    expect(answer.headers.get("x-custom-header")).toBe("my-custom-value");
-    expect(isTimestamp(answer.headers.get("x-string-interpolation-example")?.replace(/^started at /, "") ?? "")).toBe(true);
-    expect((await ask(routes, to("headers-response-interpolation", "/other"))).headers.get("x-custom-header")).toBeNull();
-  });
-
   it("host: localhost arrives upstream", async () => {
     expect((await seenUpstream(routes, to("headers-rewrite-host"))).headers.host).toBe("localhost");
   });
@@ -145,15 +126,6 @@ describe("add-headers and remove-headers examples", () => {
     expect([seen.headers["x-client-version"], seen.headers["x-trace-id"], seen.headers["x-kept"]]).toEqual([undefined, undefined, "k"]);
   });
 
-  it("connection details: endpoint id, client address, start, city and country, path", async () => {
-    const cf = { city: "Lisbon", country: "PT" };
-    const { headers } = await seenUpstream(routes, to("headers-connection-details", "/some/path", { clientIp: "192.0.2.44", cf }));
-    expect(headers).toMatchObject({ "x-is-ngrok": "1", "x-client-ip": "192.0.2.44", "x-client-path": "/some/path" });
-    expect(headers["x-endpoint-id"]).toMatch(/\S/);
-    expect(isTimestamp(headers["x-client-conn-start"] ?? "")).toBe(true);
-    expect(headers["x-client-loc"]).toMatch(/^Lisbon, \S/);
-  });
-
   it("a YAML number as a header value, the country code, and referrer removed", async () => {
     const seen = await seenUpstream(routes, to("headers-country-number-value", "/", { cf: { country: "PT" }, headers: { referrer: "r" } }));
     expect([seen.headers["is-ngrok"], seen.headers.country, seen.headers.referrer]).toEqual(["1", "PT", undefined]);
@@ -171,7 +143,6 @@ describe("set-vars examples", () => {
     ["vars-hello-world", "Hello, World!", {}],
     ["vars-every-type", "bar 1.5 1 value value2", {}],
     ["vars-interpolated", "Your IP is 198.51.100.8!", { clientIp: "198.51.100.8" }],
-    ["vars-map-form", "live=green test=blue", {}],
   ])("%s answers %j", async (name, text, init) => {
     expect(await ask(routes, to(name, "/", init))).toMatchObject({ status: 200, text });
   });
