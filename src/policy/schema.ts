@@ -11,6 +11,7 @@ import {
   removeHeadersAction,
   restrictIpsAction,
   setVarsAction,
+  verifyWebhookAction,
   type ActionDefinition,
 } from "./actions/index.ts";
 import { MAX_ACTIONS_PER_ENTRY, MAX_ENTRIES_PER_PHASE, MAX_EXPRESSIONS_PER_ENTRY } from "./limits.ts";
@@ -26,6 +27,7 @@ export const actionDefinitions: ReadonlyMap<string, ActionDefinition> = new Map(
     restrictIpsAction,
     forwardInternalAction,
     setVarsAction,
+    verifyWebhookAction,
   ].map((action) => [action.type, action as unknown as ActionDefinition]),
 );
 

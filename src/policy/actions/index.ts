@@ -6,4 +6,5 @@ export { logAction } from "./log.ts";
 export { rateLimitAction } from "./rate-limit.ts";
 export { restrictIpsAction } from "./restrict-ips.ts";
 export { setVarsAction } from "./set-vars.ts";
+export { verifyWebhookAction } from "./verify-webhook.ts";
 export type { ActionDefinition, CompiledAction } from "./action.ts";
