@@ -5,6 +5,7 @@ import { errorAnswer } from "../error-answer.ts";
 import { ErrorCode, ServiceError } from "../errors.ts";
 import { EvaluationBudget } from "../policy/evaluation-budget.ts";
 import { runPhase, type EvaluationLog } from "../policy/evaluate.ts";
+import type { InterpolationLog } from "../policy/expression-error-log.ts";
 import {
   initialVars,
   type ActionServices,
@@ -42,8 +43,8 @@ export interface IsolateState {
   readonly buckets: IsolateBuckets;
   readonly routeModules: RouteModulesCache;
   readonly breakers: BreakerMemory;
-  /** Where expressions that fail at request time are logged, at a bounded rate. */
-  readonly expressionErrors: EvaluationLog;
+  /** Where expressions that fail at request time (gating entries or interpolated by `${…}`) are logged, at a bounded rate. */
+  readonly expressionErrors: EvaluationLog & InterpolationLog;
 }
 
 /**
@@ -118,7 +119,7 @@ export async function runThroughPolicy(
   };
   // INGRESS_ID when configured; else the data center, remembered per isolate (reading request.cf is costly).
   const ingress = env.INGRESS_ID || isolate.buckets.ingress.of(() => ingressId(env, request));
-  const services: ActionServices = rateLimitServices(env, ingress, isolate.buckets);
+  const services: ActionServices = { ...rateLimitServices(env, ingress, isolate.buckets), interpolationErrors: isolate.expressionErrors };
 
   const rejected = await runPhase(target.policy.inbound, exchange, services, isolate.expressionErrors);
   // A forward-internal's answer stands for the upstream's: the outbound policy runs on it (as on ngrok).
@@ -127,6 +128,8 @@ export async function runThroughPolicy(
   if (target.policy.outbound.length === 0 || response.webSocket) return withRateLimitFields(response, exchange);
 
   exchange.response = { status: response.status, headers: new Headers(response.headers) };
+  // As on ngrok, set-vars variables belong to the phase that set them.
+  exchange.policyVars = undefined;
   const replaced = await runPhase(target.policy.outbound, exchange, services, isolate.expressionErrors);
   if (replaced) {
     await response.body?.cancel();
