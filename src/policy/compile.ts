@@ -9,6 +9,7 @@ import { MAX_ENTRIES_PER_PHASE, MAX_OPERATOR_POLICY_BYTES, MAX_PATTERNS_PER_POLI
 import { MAX_RATELIMIT_HEADER_ACTIONS } from "./rate-limit-fields.ts";
 import { actionDefinitions, PHASE_KEYS, trafficPolicySchema, type EntryDocument } from "./schema.ts";
 import { readSource } from "./source.ts";
+import { interpolatedChars } from "./template-syntax.ts";
 import { fromZodIssues } from "./zod-issues.ts";
 
 export interface CompiledEntry {
@@ -64,9 +65,11 @@ export function compilePolicy(value: unknown, options: CompileOptions = {}): Com
   const style = parsed.data.on_http_request !== undefined || parsed.data.on_http_response !== undefined ? "ngrok" : "tollgate";
   const keys = PHASE_KEYS[style];
   const documentEntries = { inbound: parsed.data[keys.inbound] ?? [], outbound: parsed.data[keys.outbound] ?? [] };
-  const expressionChars = [...documentEntries.inbound, ...documentEntries.outbound]
-    .flatMap((entry) => entry.expressions ?? [])
-    .reduce((sum, source) => sum + source.length, 0);
+  const allEntries = [...documentEntries.inbound, ...documentEntries.outbound];
+  // `${…}` interpolations in action fields are expressions like any other.
+  const expressionChars =
+    allEntries.flatMap((entry) => entry.expressions ?? []).reduce((sum, source) => sum + source.length, 0) +
+    allEntries.reduce((sum, entry) => sum + interpolatedChars(entry.actions), 0);
   if (expressionChars > MAX_POLICY_EXPRESSION_CHARS) {
     return at([], `expressions together exceed the limit of ${MAX_POLICY_EXPRESSION_CHARS} characters per policy (have ${expressionChars})`);
   }

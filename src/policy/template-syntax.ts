@@ -72,3 +72,26 @@ export function splitTemplate(text: string): SplitTemplate {
   if (at < text.length) parts.push({ literal: text.slice(at) });
   return { ok: true, parts };
 }
+
+/**
+ * Characters of the `${…}` expressions in every string of `value` (an entry's actions), so that they count
+ * towards the policy's bound on expression characters with the entries' own: parsing and checking cost per
+ * character wherever an expression is written. A string whose `${` never closes counts nothing (the action
+ * that interpolates it refuses it). Walks without recursion; the document's size was bounded before.
+ */
+export function interpolatedChars(value: unknown): number {
+  let chars = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const item = stack.pop();
+    if (typeof item === "string") {
+      if (!item.includes("${")) continue;
+      const split = splitTemplate(item);
+      if (split.ok) for (const part of split.parts) if ("expression" in part) chars += part.expression.length;
+    } else if (item !== null && typeof item === "object") {
+      // one push per element: spreading a list of 100,000 elements into push() overflows the call's arguments
+      for (const element of Array.isArray(item) ? item : Object.values(item)) stack.push(element);
+    }
+  }
+  return chars;
+}

@@ -172,3 +172,20 @@ describe("log", () => {
     expect(records[0].metadata).toEqual({ n: 4, post: false, half: 0.5, hosts: '["a.test"]', text: "is GET" });
   });
 });
+
+describe("the policy's bound on expression characters", () => {
+  it("counts ${…} interpolations with the entries' expressions: a hostile policy of many interpolations is refused before any is parsed", () => {
+    const expression = "req.url.path + req.method + conn.client_ip";
+    const headers = Array.from({ length: 10 }, (_, i) => `  x-h${i}: '\${${expression}}'`);
+    const entries = Array.from({ length: 10 }, () => [
+      "  - actions:",
+      "      - type: add-headers",
+      "        config:",
+      "          headers:",
+      ...headers.map((h) => `          ${h}`),
+    ]).flat();
+    expect(problems(lines("on_http_request:", ...entries))).toEqual([
+      `${FILE}:1: expressions together exceed the limit of 4096 characters per policy (have ${10 * 10 * expression.length})`,
+    ]);
+  });
+});

@@ -4,7 +4,7 @@ import { celList, celMap, celUint, type CelValue } from "@bufbuild/cel";
 import { describe, expect, it } from "vitest";
 import { compileValueExpression } from "../../src/policy/cel.ts";
 import { celText, goDouble, MAX_TEXT_NESTING } from "../../src/policy/cel-text.ts";
-import { splitTemplate } from "../../src/policy/template-syntax.ts";
+import { interpolatedChars, splitTemplate } from "../../src/policy/template-syntax.ts";
 import { makeExchange } from "./support/exchange.ts";
 
 describe("splitTemplate", () => {
@@ -113,5 +113,12 @@ describe("celText", () => {
     for (let i = 0; i < 100_000; i++) value = celList([value]);
     const text = celText(value, 1000);
     expect(text).toBe(`${"[".repeat(MAX_TEXT_NESTING + 1)}"…"${"]".repeat(MAX_TEXT_NESTING + 1)}`);
+  });
+});
+
+describe("interpolatedChars", () => {
+  it("counts the characters of every ${…} expression in a value, and nothing else", () => {
+    expect(interpolatedChars([{ type: "add-headers", config: { headers: { a: "x ${ab} ${'}'}", b: "plain", c: "${unclosed" } } }])).toBe(5);
+    expect(interpolatedChars(Array.from({ length: 200_000 }, () => "${a}"))).toBe(200_000);
   });
 });
