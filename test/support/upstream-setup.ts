@@ -1,5 +1,6 @@
 /** Starts a real local upstream (node:http) for the worker tests; its port reaches tests via inject("upstreamPort"). */
 
+import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { createServer as createTcpServer, type AddressInfo, type Server } from "node:net";
 import type { TestProject } from "vitest/node";
@@ -74,6 +75,8 @@ async function handle(request: IncomingMessage, response: ServerResponse): Promi
       headers: request.headers,
       body: body.toString("utf8"),
       bodyLength: body.length,
+      // What arrived, byte for byte, for bodies that are not text.
+      bodySha256: createHash("sha256").update(body).digest("hex"),
     }),
   );
 }
