@@ -13,6 +13,10 @@ import { CALL_UNITS, meteredEnv, meterIterations } from "./cel-meter.ts";
 import { BudgetExceeded } from "./evaluation-budget.ts";
 import { checkExpressionCost, checkExpressionText } from "./expression-cost.ts";
 import type { CompiledPattern } from "./regex.ts";
+import { checkTypes, type CheckContext } from "./cel-check.ts";
+import { assignable, BOOL, display, type Type } from "./cel-types.ts";
+import { VARIABLE_TYPES, VISIBLE_VARIABLES } from "./variables/catalog.ts";
+import { rewriteHidden } from "./variables/rewrite.ts";
 
 /**
  * The macros read the exchange being evaluated, and matches() the patterns its expression compiled at
@@ -59,8 +63,6 @@ export function ipInCidr(ip: string, cidr: string): boolean {
   }
 }
 
-type Expr = ReturnType<typeof parse>["expr"];
-
 const STRING_LIST = listType(CelScalar.STRING);
 
 const macros = [
@@ -82,115 +84,22 @@ const env = celEnv({ funcs: [...strings, ...linearFunctions, ...macros], re2: { 
 /** The same functions, each call charged to the budget of the request being evaluated. */
 const metered = meteredEnv(env, () => current?.exchange.budget);
 
-/** Functions the planner implements itself rather than through the function registry. */
-const PLANNER_BUILTINS = new Set(["_&&_", "_||_", "_?_:_", "_[_]", "_[?_]", "_?._", "@not_strictly_false"]);
 const RESPONSE_MACROS = new Set(["getResHeader", "hasResHeader"]);
 
-function variablesOf(phase: Phase): Set<string> {
-  return new Set(phase === "outbound" ? ["req", "conn", "actions", "res"] : ["req", "conn", "actions"]);
-}
-
-/** The fields of each variable as `activation` builds them; "map" marks a map with any keys (headers). */
-type Shape = "value" | "map" | { readonly [field: string]: Shape };
-const SHAPES: Readonly<Record<string, Shape>> = {
-  req: { method: "value", host: "value", url: { path: "value", query: "value", raw: "value" }, headers: "map" },
-  conn: { client_ip: "value" },
-  res: { status_code: "value", headers: "map" },
-  actions: {
-    svc: {
-      rate_limit: { bucket_key: "value", limited: "value", error: { code: "value", message: "value" } },
-      restrict_ips: { denied: "value" },
-    },
-  },
-};
-
-/** `req.url.path` → ["req", "url", "path"]; undefined when the chain does not start at an identifier. */
-function selectChain(expr: Expr | undefined): string[] | undefined {
-  const kind = expr?.exprKind;
-  if (kind?.case === "identExpr") return [kind.value.name];
-  if (kind?.case !== "selectExpr") return undefined;
-  const chain = selectChain(kind.value.operand);
-  return chain && [...chain, kind.value.field];
-}
-
-/** A typo such as `req.path` would only fail (and silently skip its entry) at request time. */
-function checkFields(chain: readonly string[]): string | undefined {
-  let shape: Shape | undefined = SHAPES[chain[0]];
-  for (let i = 1; i < chain.length && shape !== undefined && shape !== "map"; i++) {
-    const parent = chain.slice(0, i).join(".");
-    if (shape === "value") return `${parent} has no field '${chain[i]}'`;
-    shape = shape[chain[i]];
-    if (shape === undefined) return `unknown field '${chain[i]}' of ${parent}`;
-  }
-  return undefined;
-}
-
-/** A call must match an overload by receiver and number of arguments, or it fails at request time. */
-function checkArity(name: string, hasTarget: boolean, count: number): string | undefined {
-  const group = env.funcs.find(name);
-  if (!group) return `unknown function '${name}'`;
-  for (const overload of group) {
-    if ((overload.target !== undefined) === hasTarget && overload.arguments.length === count) return undefined;
-  }
-  return `no overload of ${hasTarget ? "method" : "function"} '${name}' takes ${count} argument${count === 1 ? "" : "s"}`;
-}
-
-/** Finds what the evaluator would only discover at request time: unknown variables and functions. */
-function checkExpr(expr: Expr | undefined, phase: Phase, locals: ReadonlySet<string>): string | undefined {
-  if (!expr) return undefined;
-  const kind = expr.exprKind;
-  switch (kind.case) {
-    case "identExpr": {
-      const name = kind.value.name;
-      if (locals.has(name) || variablesOf(phase).has(name)) return undefined;
+function typeContext(phase: Phase): CheckContext {
+  return {
+    variables: VARIABLE_TYPES[phase],
+    visible: VISIBLE_VARIABLES[phase],
+    funcs: env.funcs,
+    otherPhase(name) {
+      if (phase === "outbound") return undefined;
       if (name === "res") return "res is only available in outbound expressions";
-      return `unknown variable '${name}' (expected req, conn, actions${phase === "outbound" ? ", res" : ""})`;
-    }
-    case "selectExpr": {
-      const chain = selectChain(expr);
-      if (chain && !locals.has(chain[0]) && variablesOf(phase).has(chain[0])) {
-        const problem = checkFields(chain);
-        if (problem) return problem;
-      }
-      return checkExpr(kind.value.operand, phase, locals);
-    }
-    case "callExpr": {
-      const name = kind.value.function;
-      if (!PLANNER_BUILTINS.has(name)) {
-        const problem = checkArity(name, kind.value.target !== undefined, kind.value.args.length);
-        if (problem) return problem;
-      }
-      if (phase === "inbound" && RESPONSE_MACROS.has(name)) return `${name} is only available in outbound expressions`;
-      for (const child of [kind.value.target, ...kind.value.args]) {
-        const problem = checkExpr(child, phase, locals);
-        if (problem) return problem;
-      }
-      return undefined;
-    }
-    case "listExpr":
-      for (const element of kind.value.elements) {
-        const problem = checkExpr(element, phase, locals);
-        if (problem) return problem;
-      }
-      return undefined;
-    case "structExpr":
-      for (const entry of kind.value.entries) {
-        const key = entry.keyKind.case === "mapKey" ? checkExpr(entry.keyKind.value, phase, locals) : undefined;
-        const problem = key ?? checkExpr(entry.value, phase, locals);
-        if (problem) return problem;
-      }
-      return undefined;
-    case "comprehensionExpr": {
-      const c = kind.value;
-      const problem = checkExpr(c.iterRange, phase, locals) ?? checkExpr(c.accuInit, phase, locals);
-      if (problem) return problem;
-      const inner = new Set([...locals, c.iterVar, c.iterVar2, c.accuVar].filter(Boolean));
-      return checkExpr(c.loopCondition, phase, inner) ?? checkExpr(c.loopStep, phase, inner) ?? checkExpr(c.result, phase, inner);
-    }
-    default:
-      return undefined;
-  }
+      return RESPONSE_MACROS.has(name) ? `${name} is only available in outbound expressions` : undefined;
+    },
+  };
 }
+
+const TYPE_CONTEXTS: Readonly<Record<Phase, CheckContext>> = { inbound: typeContext("inbound"), outbound: typeContext("outbound") };
 
 /** V8's Error, whose `stackTraceLimit` (how many frames a new Error captures) the Workers types leave out. */
 const v8Error = Error as ErrorConstructor & { stackTraceLimit: number };
@@ -248,7 +157,8 @@ export function compileValueExpression(source: string, phase: Phase): CompileVal
 export function compileExpression(source: string, phase: Phase): CompileExpressionResult {
   const prepared = prepare(source, phase);
   if (!prepared.ok) return prepared;
-  const { program, patterns } = prepared;
+  const { program, patterns, type } = prepared;
+  if (!assignable(BOOL, type)) return { ok: false, message: `invalid CEL: an entry expression must be a bool, and this one is ${display(type)}` };
   return {
     ok: true,
     expression: {
@@ -266,10 +176,10 @@ export function compileExpression(source: string, phase: Phase): CompileExpressi
 
 type Program = ReturnType<typeof plan>;
 
-function prepare(
-  source: string,
-  phase: Phase,
-): { ok: true; program: Program; patterns: ReadonlyMap<string, CompiledPattern> } | { ok: false; message: string } {
+type Prepared = { ok: true; program: Program; patterns: ReadonlyMap<string, CompiledPattern>; type: Type } | { ok: false; message: string };
+
+/** Bounds, parses, type-checks (against the phase's variables) and plans one expression. */
+function prepare(source: string, phase: Phase): Prepared {
   const tooLarge = checkExpressionText(source);
   if (tooLarge) return { ok: false, message: tooLarge };
   let parsed: ReturnType<typeof parse>;
@@ -280,10 +190,11 @@ function prepare(
   }
   const cost = checkExpressionCost(parsed.expr);
   if (!cost.ok) return { ok: false, message: cost.message };
-  const problem = checkExpr(parsed.expr, phase, new Set());
-  if (problem) return { ok: false, message: `invalid CEL: ${problem}` };
-  const program = plan(metered, { ...parsed, expr: meterIterations(parsed.expr) });
-  return { ok: true, program, patterns: cost.patterns };
+  const expr = rewriteHidden(parsed.expr);
+  const checked = checkTypes(expr, TYPE_CONTEXTS[phase]);
+  if (!checked.ok) return { ok: false, message: `invalid CEL: ${checked.message}` };
+  const program = plan(metered, { ...parsed, expr: meterIterations(expr) });
+  return { ok: true, program, patterns: cost.patterns, type: checked.type };
 }
 
 /** One metered evaluation; a spent budget comes back as an Error value like any other failure. */

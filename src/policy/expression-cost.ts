@@ -27,7 +27,7 @@ import { compilePattern, type CompiledPattern } from "./regex.ts";
 type Expr = ReturnType<typeof parse>["expr"];
 
 /** Variables and macros that read the exchange: what a loop over a request-sized list may not touch. */
-const EXCHANGE_VARIABLES = new Set(["req", "conn", "res", "actions"]);
+const EXCHANGE_VARIABLES = new Set(["req", "conn", "res", "actions", "endpoint", "time", "vars"]);
 const EXCHANGE_MACROS = new Set(["getReqHeader", "hasReqHeader", "getResHeader", "hasResHeader", "getQueryParam", "hasQueryParam"]);
 const GROWING = new Set(["_+_", "join", "format"]);
 /** The accumulator the parser's macros use; `@result + [x]` in map and filter is the loop itself. */

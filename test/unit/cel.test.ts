@@ -195,8 +195,9 @@ describe("inCidrRange and inCidrRanges", () => {
 });
 
 describe("evaluation", () => {
-  it("a result that is not a bool is an evaluation error", () => {
-    expect(holds("req.method")).toEqual({ error: "expression did not evaluate to a bool" });
+  it("a result that is not a bool is refused at load, or an evaluation error when only the request can tell", () => {
+    expect(compileError("req.method")).toBe("invalid CEL: an entry expression must be a bool, and this one is string");
+    expect(holds("[1, 'a'][0]")).toEqual({ error: "expression did not evaluate to a bool" });
   });
 
   it("the CEL standard library and the strings extension are available", () => {
@@ -213,8 +214,8 @@ describe("evaluation", () => {
 describe("compile-time checks", () => {
   it.each([
     ["req.method ==", "inbound", "invalid CEL: 1:12: found = but expecting end of input"],
-    ["request.method == 'GET'", "inbound", "invalid CEL: unknown variable 'request' (expected req, conn, actions)"],
-    ["client.ip == ''", "outbound", "invalid CEL: unknown variable 'client' (expected req, conn, actions, res)"],
+    ["request.method == 'GET'", "inbound", "invalid CEL: unknown variable 'request' (expected req, conn, actions, endpoint, time, vars)"],
+    ["client.ip == ''", "outbound", "invalid CEL: unknown variable 'client' (expected req, conn, actions, res, endpoint, time, vars)"],
     ["res.status_code == 200", "inbound", "invalid CEL: res is only available in outbound expressions"],
     ["getResHeader('x') == []", "inbound", "invalid CEL: getResHeader is only available in outbound expressions"],
     ["hasResHeader('x')", "inbound", "invalid CEL: hasResHeader is only available in outbound expressions"],

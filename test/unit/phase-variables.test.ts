@@ -11,7 +11,10 @@ import { lines, load } from "./support/policy-text.ts";
 const T0 = 1_700_000_000_000;
 const quietLog = () => new ExpressionErrorLog({ now: () => T0, write: () => {} });
 
-/** The exchange, with a count of how often anything read its action variables (the activation reads them once per build). */
+/**
+ * The exchange, with a count of how often anything read its action variables (a snapshot reads them once,
+ * when an expression first reads `actions`).
+ */
 function countingVarsReads(exchange: Exchange): { exchange: Exchange; reads: () => number } {
   let reads = 0;
   const vars = exchange.vars;
@@ -26,7 +29,7 @@ function countingVarsReads(exchange: Exchange): { exchange: Exchange; reads: () 
 
 const filler = (count: number) =>
   Array.from({ length: count }, (_, index) => [
-    `  - expressions: ["${index % 2 === 0 ? "req.method == 'DELETE'" : "req.headers['x-absent'][0] == 'y'"}"]`,
+    `  - expressions: ["${index % 2 === 0 ? "actions.svc.restrict_ips.denied || req.method == 'DELETE'" : "!actions.svc.rate_limit.limited && req.headers['x-absent'][0] == 'y'"}"]`,
     "    actions: [{ type: deny }]",
   ]).flat();
 

@@ -455,7 +455,7 @@ describe("CEL expressions", () => {
 
   it.each([
     ["req.method ==", "invalid CEL: 1:12: found = but expecting end of input"],
-    ["request.method == 'GET'", "invalid CEL: unknown variable 'request' (expected req, conn, actions)"],
+    ["request.method == 'GET'", "invalid CEL: unknown variable 'request' (expected req, conn, actions, endpoint, time, vars)"],
     ["res.status_code == 500", "invalid CEL: res is only available in outbound expressions"],
     ["getResHeader('server') == []", "invalid CEL: getResHeader is only available in outbound expressions"],
     ["getHeader('x-api-key') == ['k']", "invalid CEL: unknown function 'getHeader'"],
@@ -471,13 +471,13 @@ describe("CEL expressions", () => {
 
   it("an unknown variable outbound lists res among the expected ones", () => {
     expect(problems(entry("outbound", "response.status == 500"))).toEqual([
-      at(4, "outbound[0].expressions[0]", "invalid CEL: unknown variable 'response' (expected req, conn, actions, res)"),
+      at(4, "outbound[0].expressions[0]", "invalid CEL: unknown variable 'response' (expected req, conn, actions, res, endpoint, time, vars)"),
     ]);
   });
 
   it("every bad expression of a file is reported", () => {
     expect(problems(entry("inbound", "nope == 1", "req.method == 'GET'", "foo()"))).toEqual([
-      at(4, "inbound[0].expressions[0]", "invalid CEL: unknown variable 'nope' (expected req, conn, actions)"),
+      at(4, "inbound[0].expressions[0]", "invalid CEL: unknown variable 'nope' (expected req, conn, actions, endpoint, time, vars)"),
       at(6, "inbound[0].expressions[2]", "invalid CEL: unknown function 'foo'"),
     ]);
   });

@@ -1,7 +1,8 @@
 /**
  * `restrict-ips` (as ngrok's): the client address (`conn.client_ip`, never X-Forwarded-For) must lie in one of
  * the `allow` CIDRs, when any are given, and in none of the `deny` CIDRs; otherwise 403, or with
- * `enforce: false` only `actions.svc.restrict_ips.denied`.
+ * `enforce: false` only the result variables `actions.svc.restrict_ips.*` (denied, and ngrok's action,
+ * matched_cidr, error).
  */
 
 import ipaddr from "ipaddr.js";
@@ -41,16 +42,27 @@ export const restrictIpsConfig = z
   })
   .refine((config) => config.allow !== undefined || config.deny !== undefined, { message: "must have allow or deny" });
 
-/** Whether `address` lies in one of `ranges`; an IPv4-mapped IPv6 address is checked as IPv4 against IPv4 ranges. */
-function inRanges(address: ipaddr.IPv4 | ipaddr.IPv6 | undefined, ranges: readonly Range[]): boolean {
-  if (!address) return false;
+/** A CIDR as written in the config, and parsed. */
+type Cidr = { readonly text: string; readonly range: Range };
+
+/**
+ * The first of `cidrs` that `address` lies in, as written; an IPv4-mapped IPv6 address is checked as IPv4
+ * against IPv4 ranges.
+ */
+function matchingCidr(address: ipaddr.IPv4 | ipaddr.IPv6 | undefined, cidrs: readonly Cidr[]): string | undefined {
+  if (!address) return undefined;
   const mapped = address.kind() === "ipv6" && (address as ipaddr.IPv6).isIPv4MappedAddress() ? (address as ipaddr.IPv6).toIPv4Address() : undefined;
-  for (const [range, bits] of ranges) {
-    if (address.kind() === range.kind() && address.match(range, bits)) return true;
-    if (mapped && range.kind() === "ipv4" && mapped.match(range, bits)) return true;
+  for (const {
+    text,
+    range: [range, bits],
+  } of cidrs) {
+    if (address.kind() === range.kind() && address.match(range, bits)) return text;
+    if (mapped && range.kind() === "ipv4" && mapped.match(range, bits)) return text;
   }
-  return false;
+  return undefined;
 }
+
+const cidrsOf = (texts: readonly string[]): Cidr[] => texts.map((text) => ({ text: text.trim(), range: parseRange(text)! }));
 
 function parseAddress(ip: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
   try {
@@ -65,15 +77,23 @@ export const restrictIpsAction = defineAction({
   config: restrictIpsConfig,
   configOptional: false,
   compile(config, context) {
-    const allow = config.allow?.map((cidr) => parseRange(cidr)!);
-    const deny = (config.deny ?? []).map((cidr) => parseRange(cidr)!);
+    const allow = config.allow && cidrsOf(config.allow);
+    const deny = cidrsOf(config.deny ?? []);
     return {
       type: "restrict-ips",
       run(exchange) {
         const address = parseAddress(exchange.clientIp);
         // An address that does not parse is in no range: refused by an allow-list, not by a deny-list.
-        const denied = (allow !== undefined && !inRanges(address, allow)) || inRanges(address, deny);
-        exchange.vars.restrict_ips.denied = denied;
+        const deniedBy = matchingCidr(address, deny);
+        const allowedBy = allow && matchingCidr(address, allow);
+        const denied = deniedBy !== undefined || (allow !== undefined && allowedBy === undefined);
+        const result = exchange.vars.restrict_ips;
+        result.denied = denied;
+        result.action = denied ? "deny" : "allow";
+        result.matched_cidr = deniedBy ?? allowedBy ?? "";
+        result.error = address
+          ? { code: "", message: "" }
+          : { code: "ERR_RESTRICT_IPS_NO_ADDRESS", message: "The client address is missing or not an IP address." };
         if (!denied || !config.enforce) return undefined;
         return new ServiceError(403, ErrorCode.denied, "The client address is not allowed by the traffic policy.", { action: context.position }).toResponse();
       },

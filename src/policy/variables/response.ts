@@ -1,0 +1,9 @@
+/** `res.*`: the upstream's status and headers, readable in outbound expressions only. */
+
+import { INT, record, STRING_LIST_MAP } from "../cel-types.ts";
+import type { VariableFamily } from "./family.ts";
+
+export const RES = record("res", { status_code: INT, headers: STRING_LIST_MAP });
+
+/** Read in catalog.ts, beside `req`: both take a header map (header-map.ts). */
+export const responseVariables: VariableFamily = { types: { res: RES }, readers: {}, outboundOnly: true };
