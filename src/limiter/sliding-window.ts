@@ -52,6 +52,16 @@ export interface WindowDecision {
    * (when rejected: the same as `retryAfterMs`). The `t` of the RateLimit header field.
    */
   readonly refillMs: number;
+  /** With several windows (several-windows.ts): each window's own count, in the order of the rules. */
+  readonly windows?: readonly WindowPart[];
+}
+
+/** One window of a decision over several: what it has left and when it refills. */
+export interface WindowPart {
+  readonly remaining: number;
+  readonly refillMs: number;
+  /** Milliseconds until this window admits the request's cost (0 when it does now). */
+  readonly waitMs: number;
 }
 
 export const emptyWindow: WindowState = { subWindows: [] };
@@ -72,16 +82,43 @@ function total(subWindows: readonly SubWindow[]): number {
 }
 
 /**
- * Time until fewer than `capacity` admissions remain counted, given no further admissions:
- * a sub-window stops counting once its end is a full window in the past.
+ * Time until `need` more admissions fit (at most `capacity` counted), given no further admissions: a
+ * sub-window stops counting once its end is a full window in the past. A `need` above the capacity never
+ * fits: the answer is then the window length.
  */
-function waitUntilBelowCapacity(subWindows: readonly SubWindow[], now: number, spec: WindowSpec): number {
+function waitUntilRoom(subWindows: readonly SubWindow[], now: number, spec: WindowSpec, need: number): number {
   let counted = total(subWindows);
   for (const sub of subWindows) {
     counted -= sub.count;
-    if (counted < spec.capacity) return Math.max(1, sub.end + spec.windowMs - now);
+    if (counted + need <= spec.capacity) return Math.max(1, sub.end + spec.windowMs - now);
   }
   return spec.windowMs;
+}
+
+/** One window's view of a weighted request at `now` (see several-windows.ts): what it counts and how long until `need` fits. */
+export interface WeightedCheck {
+  /** The live sub-windows (the state as of `now`). */
+  readonly current: SubWindow[];
+  readonly counted: number;
+  /** 0 when `need` fits now. */
+  readonly waitMs: number;
+}
+
+/** Whether `need` admissions fit in the window at `now`, without recording anything. */
+export function checkRoom(state: WindowState, now: number, spec: WindowSpec, need: number): WeightedCheck {
+  const current = live(state, now, spec.windowMs);
+  const counted = total(current);
+  return { current, counted, waitMs: counted + need <= spec.capacity ? 0 : waitUntilRoom(current, now, spec, need) };
+}
+
+/** `subWindows` (live at `now`) with `count` admissions recorded at `now`: a weighted request counts its whole cost at once. */
+export function recordAt(subWindows: SubWindow[], now: number, count: number, windowMs: number): WindowState {
+  return { subWindows: count > 0 ? record(subWindows, now, count, subWindowLength(windowMs)) : subWindows };
+}
+
+/** Milliseconds until the oldest admission of `subWindows` leaves the window (0 when none is counted). */
+export function refillAfter(subWindows: readonly SubWindow[], now: number, windowMs: number): number {
+  return subWindows.length > 0 ? Math.max(0, subWindows[0].end + windowMs - now) : 0;
 }
 
 /** Decides one request at `now` and returns the next state (unchanged when it is rejected). */
@@ -160,7 +197,7 @@ export function take(
   const current = giveBack(live(state, now, spec.windowMs), returned);
   const counted = total(current);
   if (counted >= spec.capacity) {
-    const retryAfterMs = waitUntilBelowCapacity(current, now, spec);
+    const retryAfterMs = waitUntilRoom(current, now, spec, 1);
     return {
       decision: { allowed: false, granted: 0, leaseStart: 0, remaining: 0, retryAfterMs, resetMs: resetAfter(current, now, spec), refillMs: retryAfterMs },
       state: { subWindows: current },
@@ -186,7 +223,7 @@ export function take(
   };
 }
 
-function resetAfter(subWindows: readonly SubWindow[], now: number, spec: WindowSpec): number {
+export function resetAfter(subWindows: readonly SubWindow[], now: number, spec: WindowSpec): number {
   const last = subWindows[subWindows.length - 1];
   return last ? Math.max(0, last.end + spec.windowMs - now) : 0;
 }
