@@ -5,8 +5,10 @@ import { describe, expect, it } from "vitest";
 import { MAX_WEBHOOK_SECRET_CHARS, verifyWebhookAction, verifyWebhookConfig } from "../../src/policy/actions/verify-webhook.ts";
 import type { ActionServices, Exchange } from "../../src/policy/exchange.ts";
 import { MAX_READ_BODY_BYTES, RequestBody } from "../../src/policy/request-body.ts";
+import { runPhase } from "../../src/policy/evaluate.ts";
 import { makeExchange } from "./support/exchange.ts";
 import { MemoryCounter } from "./support/memory-counter.ts";
+import { lines, load, problems } from "./support/policy-text.ts";
 
 const services: ActionServices = { counter: new MemoryCounter(0) };
 const SECRET = "It's a Secret to Everybody";
@@ -70,9 +72,9 @@ describe("RequestBody", () => {
   });
 });
 
-describe("verify-webhook", () => {
-  const payload = new TextEncoder().encode('{"zen":"Keep it logically awesome."}');
+const payload = new TextEncoder().encode('{"zen":"Keep it logically awesome."}');
 
+describe("verify-webhook", () => {
   it("lets a signed request through with actions.svc.verify_webhook.verified true", async () => {
     const exchange = exchangeWith(new RequestBody(streamOf(payload.slice())), signed(payload));
     expect(await action({ provider: "github", secret: SECRET }).run(exchange, services)).toBeUndefined();
@@ -152,5 +154,34 @@ describe("verify-webhook config", () => {
 
   it("refuses a Svix secret that is not whsec_ and base64, at its path", () => {
     expect(messages({ provider: "svix", secret: "{your webhook secret}" })).toEqual(["secret: must be a Svix signing secret: whsec_ followed by base64"]);
+  });
+});
+
+describe("verify-webhook result variables in expressions", () => {
+  const policy = (expression: string) =>
+    lines(
+      "on_http_request:",
+      "  - actions:",
+      "      - type: verify-webhook",
+      `        config: { provider: github, secret: "${SECRET}", enforce: false }`,
+      `  - expressions: ["${expression}"]`,
+      "    actions:",
+      "      - type: custom-response",
+      "        config: { status_code: 401, body: unverified }",
+    );
+
+  it("reads verified and the error as actions.svc.verify_webhook.* and ngrok's actions.ngrok.verify_webhook.*", async () => {
+    for (const expression of ["!actions.svc.verify_webhook.verified", "actions.ngrok.verify_webhook.error.code == 'ERR_SVC_3204'"]) {
+      const compiled = load(policy(expression));
+      const unsigned = (await runPhase(compiled.inbound, exchangeWith(new RequestBody(streamOf(payload.slice()))), services)) as Response;
+      expect(unsigned.status).toBe(401);
+      expect(await runPhase(compiled.inbound, exchangeWith(new RequestBody(streamOf(payload.slice())), signed(payload)), services)).toBeUndefined();
+    }
+  });
+
+  it("refuses a type error on them at load", () => {
+    expect(problems(policy("actions.svc.verify_webhook.verified == 'yes'"))).toEqual([
+      expect.stringMatching(/^policies\/api\.yaml:5: on_http_request\[1\]\.expressions\[0\]: invalid CEL: .*bool.*string/),
+    ]);
   });
 });

@@ -6,6 +6,7 @@
 import { BOOL, record, STRING, type Type } from "../cel-types.ts";
 import type { Exchange } from "../exchange.ts";
 import type { VariableFamily } from "./family.ts";
+import { verifyWebhookResults, verifyWebhookType } from "./verify-webhook-results.ts";
 
 const error = (of: string) => record(`${of}.error`, { code: STRING, message: STRING });
 
@@ -14,6 +15,7 @@ function results(namespace: string): Type {
   return record(at, {
     rate_limit: record(`${at}.rate_limit`, { bucket_key: STRING, limited: BOOL, error: error(`${at}.rate_limit`) }),
     restrict_ips: record(`${at}.restrict_ips`, { denied: BOOL, action: STRING, matched_cidr: STRING, error: error(`${at}.restrict_ips`) }),
+    verify_webhook: verifyWebhookType(at),
   });
 }
 
@@ -44,6 +46,7 @@ function actionResults(exchange: Exchange): Map<string, unknown> {
         ["error", errorOf(restrictIps.error)],
       ]),
     ],
+    ["verify_webhook", verifyWebhookResults(exchange)],
   ]);
   return new Map([
     ["svc", namespace],

@@ -141,4 +141,31 @@ describe("verify-webhook on a route", () => {
     expect(seen.bodyLength).toBe(whole.byteLength);
     expect(seen.bodySha256).toBe(await sha256Hex(whole));
   });
+
+  it("with enforce: false lets a policy answer unverified webhooks itself, and sends verified ones on", async () => {
+    const routes = singleEdge(`      - { id: shadow, match: /shadow, upstream: ${upstream}/hooks, traffic_policy: shadow.yaml }\n`, {
+      // ngrok's "enforce: false" pattern: verify, then answer with a custom response of one's own.
+      "policies/shadow.yaml": [
+        "on_http_request:",
+        "  - actions:",
+        "      - type: verify-webhook",
+        `        config: { provider: github, secret: ${GITHUB_SECRET}, enforce: false }`,
+        "  - expressions: ['!actions.ngrok.verify_webhook.verified']",
+        "    actions:",
+        "      - type: custom-response",
+        "        config: { status_code: 401, body: not signed }",
+        "",
+      ].join("\n"),
+    });
+    const refused = await send(routes, new Request("http://gw.test/shadow", { method: "POST", body: "{}" }));
+    expect(refused.status).toBe(401);
+    expect(await refused.text()).toBe("not signed");
+    const body = new TextEncoder().encode("{}");
+    const passed = await send(
+      routes,
+      new Request("http://gw.test/shadow", { method: "POST", headers: { "x-hub-signature-256": `sha256=${await hmacHex(GITHUB_SECRET, body)}` }, body }),
+    );
+    expect(passed.status).toBe(200);
+    expect(((await passed.json()) as Seen).bodyLength).toBe(2);
+  });
 });
