@@ -3,6 +3,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { activation } from "../../src/policy/cel-activation.ts";
 import { compileExpression, compileValueExpression } from "../../src/policy/cel.ts";
+import { EvaluationBudget } from "../../src/policy/evaluation-budget.ts";
 import type { ConnectionFacts, Exchange } from "../../src/policy/exchange.ts";
 import { MAX_QUERY_PARAMS } from "../../src/policy/variables/url.ts";
 import { makeExchange, type ExchangeOptions } from "./support/exchange.ts";
@@ -68,6 +69,12 @@ describe("req.url: a string, as in ngrok, whose parts stay readable", () => {
     const hostile = at(`https://a.test/?${query}`);
     expect(evaluated("size(req.url.query_params)", hostile)).toBe(BigInt(MAX_QUERY_PARAMS));
     expect(holds(`getQueryParam('p${MAX_QUERY_PARAMS + 10}') == ['${MAX_QUERY_PARAMS + 10}']`, hostile)).toBe(true);
+  });
+
+  it("collecting the query parameters is charged to the request's budget: past it, the expression fails", () => {
+    const query = Array.from({ length: 200 }, (_, i) => `p${i}=${"v".repeat(100)}`).join("&");
+    const exchange = at(`https://a.test/?${query}`, { budget: new EvaluationBudget({ celWork: 10_000, regexWork: 1, logBytes: 1 }) });
+    expect(holds("has(req.url.query_params.p1)", exchange)).toEqual({ error: expect.stringContaining("units of work per request") });
   });
 });
 

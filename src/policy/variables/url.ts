@@ -5,6 +5,8 @@
  */
 
 import { INT, record, STRING, STRING_LIST_MAP } from "../cel-types.ts";
+import { ELEMENT_UNITS } from "../cel-meter.ts";
+import type { EvaluationBudget } from "../evaluation-budget.ts";
 import type { Exchange } from "../exchange.ts";
 import type { VariableFamily } from "./family.ts";
 
@@ -46,16 +48,19 @@ function urlFields(exchange: Exchange): Map<string, unknown> {
   return fields;
 }
 
-/** Names to every value, in order, for the first MAX_QUERY_PARAMS parameters. */
-export function queryParams(url: URL): Map<string, string[]> {
+/** Names to every value, in order, for the first MAX_QUERY_PARAMS parameters; charged to the request's CEL budget. */
+export function queryParams(url: URL, budget: EvaluationBudget): Map<string, string[]> {
   const params = new Map<string, string[]>();
   let count = 0;
+  let units = 0;
   for (const [name, value] of url.searchParams) {
     if (++count > MAX_QUERY_PARAMS) break;
     const values = params.get(name);
     if (values) values.push(value);
     else params.set(name, [value]);
+    units += ELEMENT_UNITS + name.length + value.length;
   }
+  budget.chargeCel(units);
   return params;
 }
 
@@ -63,6 +68,6 @@ export const urlVariables: VariableFamily = {
   types: { "@req.url": URL_FIELDS, "@req.url.query_params": STRING_LIST_MAP },
   readers: {
     "@req.url": urlFields,
-    "@req.url.query_params": (exchange) => queryParams(exchange.request.url),
+    "@req.url.query_params": (exchange) => queryParams(exchange.request.url, exchange.budget),
   },
 };

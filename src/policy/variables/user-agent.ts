@@ -69,6 +69,9 @@ const OPERATING_SYSTEMS: ReadonlyArray<readonly [name: string, token: RegExp]> =
 
 const WINDOWS_VERSIONS: Readonly<Record<string, string>> = { "10.0": "10", "6.3": "8.1", "6.2": "8", "6.1": "7", "6.0": "Vista", "5.1": "XP" };
 
+/** The patterns a parse may run over the text, for its charge to the request's budget. */
+const PATTERNS = BROWSERS.length + OPERATING_SYSTEMS.length + 8;
+
 export function parseUserAgent(header: string): UserAgent {
   const text = header.slice(0, MAX_USER_AGENT_CHARS);
   const agent: UserAgent = {
@@ -137,5 +140,12 @@ export function userAgentHeader(exchange: Exchange): string {
 
 export const userAgentVariables: VariableFamily = {
   types: { "@req.user_agent": USER_AGENT_FIELDS },
-  readers: { "@req.user_agent": (exchange) => new Map(Object.entries(parseUserAgent(userAgentHeader(exchange)))) },
+  readers: {
+    "@req.user_agent": (exchange) => {
+      const header = userAgentHeader(exchange);
+      // Each pattern reads the parsed text a bounded number of times: work of the request like any other.
+      exchange.budget.chargeCel(Math.min(header.length, MAX_USER_AGENT_CHARS) * PATTERNS);
+      return new Map(Object.entries(parseUserAgent(header)));
+    },
+  },
 };
