@@ -39,6 +39,18 @@ describe("add-headers", () => {
     expect(exchange.request.headers.get("x-static")).toBe("plain");
   });
 
+  it("ngrok's example values: a YAML number is its text, and host replaces the value rather than adding one", async () => {
+    const policy = load(action("add-headers", ["headers: { is-ngrok: 1, x-ratio: 0.5, x-on: true, host: localhost }"]));
+    const exchange = makeExchange({ headers: { host: "gw.test" } });
+    await runPhase(policy.inbound, exchange, services());
+    expect([...exchange.request.headers]).toEqual([
+      ["host", "localhost"],
+      ["is-ngrok", "1"],
+      ["x-on", "true"],
+      ["x-ratio", "0.5"],
+    ]);
+  });
+
   it("outbound, values may read the response", async () => {
     const policy = load(action("add-headers", ["headers: { x-upstream-status: '${res.status_code}' }"], "on_http_response"));
     const exchange = makeExchange({ response: { status: 503 } });

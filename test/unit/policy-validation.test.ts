@@ -317,8 +317,8 @@ describe("custom-response", () => {
     ]);
   });
 
-  it("a header value that is not a string is refused", () => {
-    expect(problems(action("custom-response", "headers:", "  x-a: 1"))).toEqual([at(6, `${CONFIG}.headers.x-a`, "must be a string, got number 1")]);
+  it("a header value that is not a string, number or boolean is refused", () => {
+    expect(problems(action("custom-response", "headers:", "  x-a: [1]"))).toEqual([at(6, `${CONFIG}.headers.x-a`, "must be a string, number or boolean")]);
   });
 
   it("an unknown config key is refused", () => {

@@ -5,8 +5,8 @@
  */
 
 import { z } from "zod";
-import { defineAction, HEADER_VALUE_MESSAGE, isHeaderName, isHeaderValue } from "./action.ts";
-import { headerSafe, MAX_INTERPOLATED_HEADER_CHARS } from "./header-text.ts";
+import { defineAction, isHeaderName } from "./action.ts";
+import { headerSafe, headerValueSchema, MAX_INTERPOLATED_HEADER_CHARS } from "./header-text.ts";
 import { compiledOnce, compileFields, FieldRun } from "./interpolated-fields.ts";
 
 /** Statuses a Response cannot carry a body with (the constructor throws). */
@@ -31,10 +31,7 @@ export const customResponseConfig = z
       .optional()
       .describe("The body; may interpolate ${expression}."),
     headers: z
-      .record(
-        z.string().refine(isHeaderName, "is not a valid header name"),
-        z.string({ error: "must be a string" }).refine(isHeaderValue, HEADER_VALUE_MESSAGE),
-      )
+      .record(z.string().refine(isHeaderName, "is not a valid header name"), headerValueSchema)
       .refine((headers) => Object.keys(headers).length <= MAX_CUSTOM_RESPONSE_HEADERS, `exceeds the limit of ${MAX_CUSTOM_RESPONSE_HEADERS} headers`)
       .optional()
       .describe("Header names to values; values may interpolate ${expression}."),

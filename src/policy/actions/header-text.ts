@@ -5,6 +5,19 @@
  * the header the policy asked for is always sent, and its value is never more than what was interpolated.
  */
 
+import { z } from "zod";
+import { goDouble } from "../cel-text.ts";
+import { HEADER_VALUE_MESSAGE, isHeaderValue } from "./action.ts";
+
+/**
+ * A configured header value: text, or a YAML number or boolean written as text (ngrok's examples write
+ * `is-ngrok: 1`), which must be a valid header value apart from its `${…}`.
+ */
+export const headerValueSchema = z
+  .union([z.string(), z.number(), z.boolean()], { error: "must be a string, number or boolean" })
+  .transform((value) => (typeof value === "number" && !Number.isInteger(value) ? goDouble(value) : String(value)))
+  .refine(isHeaderValue, HEADER_VALUE_MESSAGE);
+
 /** Characters of one header value after interpolation (the text is cut there). */
 export const MAX_INTERPOLATED_HEADER_CHARS = 8 * 1024;
 

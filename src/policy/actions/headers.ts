@@ -7,15 +7,14 @@
 import { headersChanged } from "../cel-activation.ts";
 import { z } from "zod";
 import type { Exchange, Phase } from "../exchange.ts";
-import { defineAction, HEADER_VALUE_MESSAGE, isHeaderName, isHeaderValue } from "./action.ts";
-import { headerSafe, MAX_INTERPOLATED_HEADER_CHARS } from "./header-text.ts";
+import { defineAction, isHeaderName } from "./action.ts";
+import { headerSafe, headerValueSchema, MAX_INTERPOLATED_HEADER_CHARS } from "./header-text.ts";
 import { compiledOnce, compileFields, FieldRun } from "./interpolated-fields.ts";
 
 /** Headers one add-headers or remove-headers action names (ngrok's maximum). */
 export const MAX_HEADERS_PER_ACTION = 10;
 
 const headerName = z.string({ error: "must be a string" }).refine(isHeaderName, "is not a valid header name");
-const headerValue = z.string({ error: "must be a string" }).refine(isHeaderValue, HEADER_VALUE_MESSAGE);
 
 function targetHeaders(exchange: Exchange, phase: Phase): Headers | undefined {
   return phase === "inbound" ? exchange.request.headers : exchange.response?.headers;
@@ -23,7 +22,7 @@ function targetHeaders(exchange: Exchange, phase: Phase): Headers | undefined {
 
 export const addHeadersConfig = z.strictObject({
   headers: z
-    .record(headerName, headerValue)
+    .record(headerName, headerValueSchema)
     .refine((headers) => Object.keys(headers).length > 0, "must name at least 1 header")
     .refine((headers) => Object.keys(headers).length <= MAX_HEADERS_PER_ACTION, `exceeds the limit of ${MAX_HEADERS_PER_ACTION} headers`)
     .describe("Header names to values; values may interpolate ${expression}."),
@@ -57,7 +56,11 @@ export const addHeadersAction = defineAction({
         const run = new FieldRun(exchange, services);
         // Every value is rendered before any is added: an expression reads the headers as they were.
         const values = fields.map(([name, field]) => [name, headerSafe(run.render(field, MAX_INTERPOLATED_HEADER_CHARS))] as const);
-        for (const [name, value] of values) headers.append(name, value);
+        // As on ngrok, host replaces the value rather than adding a second one.
+        for (const [name, value] of values) {
+          if (name.toLowerCase() === "host") headers.set(name, value);
+          else headers.append(name, value);
+        }
         headersChanged(headers);
         return undefined;
       },
