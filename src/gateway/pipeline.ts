@@ -78,7 +78,8 @@ class ExchangeRequestView implements ExchangeRequest {
   /** The request to send on: the original, or, when an action read its body, the same carrying what was read. */
   forwardable(): Request {
     const body = this.bodyReader?.forwardBody();
-    return body === undefined ? this.original : new Request(this.original, { body });
+    // null: the request had no body (a GET Twilio signs by its URL), so the original is whole as it is.
+    return body === undefined || body === null ? this.original : new Request(this.original, { body });
   }
 }
 

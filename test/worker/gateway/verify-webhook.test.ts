@@ -11,15 +11,18 @@ import { send, singleEdge } from "./harness.ts";
 const upstream = `http://127.0.0.1:${inject("upstreamPort")}`;
 const GITHUB_SECRET = "gh-secret";
 const STRIPE_SECRET = "whsec_test";
+const TWILIO_TOKEN = "twilio-token";
 
 const routes = singleEdge(
   `      - { id: github, match: /github, upstream: ${upstream}/hooks, traffic_policy: github.yaml }
       - { id: stripe, match: /stripe, upstream: ${upstream}/hooks, traffic_policy: stripe.yaml }
+      - { id: twilio, match: /twilio, upstream: ${upstream}/hooks, traffic_policy: twilio.yaml }
       - { id: lenient, match: /lenient, upstream: ${upstream}/hooks, traffic_policy: lenient.yaml }
 `,
   {
     "policies/github.yaml": `on_http_request:\n  - actions:\n      - type: verify-webhook\n        config: { provider: github, secret: ${GITHUB_SECRET} }\n`,
     "policies/lenient.yaml": `on_http_request:\n  - actions:\n      - type: verify-webhook\n        config: { provider: github, secret: ${GITHUB_SECRET}, enforce: false }\n`,
+    "policies/twilio.yaml": `on_http_request:\n  - actions:\n      - type: verify-webhook\n        config: { provider: twilio, secret: ${TWILIO_TOKEN} }\n`,
     "policies/stripe.yaml": `on_http_request:\n  - actions:\n      - type: verify-webhook\n        config: { provider: stripe, secret: ${STRIPE_SECRET} }\n`,
   },
 );
@@ -107,6 +110,17 @@ describe("verify-webhook on a route", () => {
     const replayed = await send(routes, await stripeRequest(now - 3600));
     expect(replayed.status).toBe(403);
     expect(((await replayed.json()) as { msg: string }).msg).toContain("more than 300 seconds from now");
+  });
+
+  it("verifies a bodiless GET that Twilio signs by its URL, and sends it on", async () => {
+    const url = "http://gw.test/twilio/status?CallSid=CA1&CallStatus=completed";
+    const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(TWILIO_TOKEN), { name: "HMAC", hash: "SHA-1" }, false, ["sign"]);
+    const signature = btoa(String.fromCharCode(...new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(url)))));
+    const response = await send(routes, new Request(url, { headers: { "x-twilio-signature": signature } }));
+    expect(response.status).toBe(200);
+    expect(((await response.json()) as Seen).url).toBe("/hooks/twilio/status?CallSid=CA1&CallStatus=completed");
+    const forged = await send(routes, new Request(`${url}&CallStatus=failed`, { headers: { "x-twilio-signature": signature } }));
+    expect(forged.status).toBe(403);
   });
 
   it(`answers 413 for a body past ${MAX_READ_BODY_BYTES} bytes, before reading it when its length is declared`, async () => {
