@@ -62,12 +62,6 @@ export function fromHex(text: string): Bytes | undefined {
   return bytes;
 }
 
-export function toHex(bytes: Uint8Array): string {
-  let text = "";
-  for (const byte of bytes) text += byte.toString(16).padStart(2, "0");
-  return text;
-}
-
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 /** Standard base64 with padding → bytes; undefined for anything else. */
