@@ -1,5 +1,5 @@
 /**
- * The buckets one store object holds: each bucket's sliding window (sliding-window.ts) as a row of a table,
+ * The buckets one store object holds: each bucket's windows (bucket-row.ts) as a row of a table,
  * the recently used ones also parsed in memory (at most `maxCached`, least recently used forgotten first: a
  * forgotten bucket costs one row read, never a count). `decide` decides a batch of requests in one synchronous
  * pass, so every decision is atomic; `flush` then writes every bucket changed since the last flush, each once,
@@ -8,13 +8,10 @@
  * from its alarm. The storage and the clock are passed in.
  */
 
-import { expiresAt, type LeaseDecision, type LeaseReturn, take, type WindowSpec, type WindowState } from "./sliding-window.ts";
+import { type BucketRow, decideRow, emptyRow, rowExpiry, type TakeRequest } from "./bucket-row.ts";
+import type { LeaseDecision } from "./sliding-window.ts";
 
-/** What the table keeps of a bucket. */
-export interface BucketRow {
-  readonly windowMs: number;
-  readonly state: WindowState;
-}
+export type { BucketRow, TakeRequest } from "./bucket-row.ts";
 
 /** Where rows live: the object's SQLite table (limiter-object.ts), or a Map in tests. */
 export interface RowStore {
@@ -26,16 +23,6 @@ export interface RowStore {
   removeExpired(now: number): string[];
   /** The earliest expiry of a row still kept, if any. */
   earliestExpiry(): number | undefined;
-}
-
-/** One request's (or one lease's) take, as an isolate sends it: see `take` in sliding-window.ts. */
-export interface TakeRequest {
-  readonly id: string;
-  readonly spec: WindowSpec;
-  readonly want: number;
-  readonly leaseMs: number;
-  readonly returned?: LeaseReturn;
-  readonly forRequest: boolean;
 }
 
 /** Parsed buckets kept in memory per object by default. */
@@ -70,11 +57,9 @@ export class BucketTable {
   decide(requests: readonly TakeRequest[], now: number): { decisions: LeaseDecision[]; changed: boolean } {
     let changed = false;
     const decisions = requests.map((request) => {
-      const row = this.rowOf(request.id);
-      const { decision, state } = take(row.state, now, request.spec, request.want, request.leaseMs, request.returned, request.forRequest);
-      const next = { windowMs: request.spec.windowMs, state };
+      const { decision, row: next, changed: rowChanged } = decideRow(this.rowOf(request.id), request, now);
       this.remember(request.id, next);
-      if (decision.granted > 0 || (request.returned !== undefined && request.returned.count > 0)) {
+      if (rowChanged) {
         this.pending.set(request.id, next);
         changed = true;
       }
@@ -91,7 +76,7 @@ export class BucketTable {
     let earliestWritten: number | undefined;
     try {
       for (const [id, row] of this.pending) {
-        const expires = expiresAt(row.state, row.windowMs);
+        const expires = rowExpiry(row);
         if (expires === undefined) {
           this.store.remove(id);
           continue;
@@ -130,7 +115,7 @@ export class BucketTable {
       this.cached.delete(id);
       return known;
     }
-    return this.store.read(id) ?? { windowMs: 0, state: { subWindows: [] } };
+    return this.store.read(id) ?? emptyRow;
   }
 
   /** Most recently used last, so the first entry is the one to forget. */

@@ -5,7 +5,8 @@
 
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
-import { BucketTable, type BucketRow, type RowStore, type TakeRequest } from "./bucket-table.ts";
+import { decodeRow, encodeRow, takeProblem } from "./bucket-row.ts";
+import { BucketTable, type RowStore, type TakeRequest } from "./bucket-table.ts";
 import { MAX_BUCKET_ID_LENGTH } from "./isolate-buckets.ts";
 import type { LeaseDecision } from "./sliding-window.ts";
 
@@ -18,18 +19,6 @@ export const MAX_TAKES_PER_CALL = 256;
  * reads rows (a thousandth of the price). See docs/rate-limits.md.
  */
 const EVICTION_INTERVAL_MS = 60_000;
-
-/** Sub-windows stored flat, [start, end, count, …]: a third of the JSON of the objects. */
-function encode(row: BucketRow): string {
-  return JSON.stringify(row.state.subWindows.flatMap((sub) => [sub.start, sub.end, sub.count]));
-}
-
-function decode(windowMs: number, text: string): BucketRow {
-  const flat = JSON.parse(text) as number[];
-  const subWindows = [];
-  for (let i = 0; i + 2 < flat.length; i += 3) subWindows.push({ start: flat[i]!, end: flat[i + 1]!, count: flat[i + 2]! });
-  return { windowMs, state: { subWindows } };
-}
 
 /** Creates the table when missing (a new object, or one whose storage `deleteAll` dropped). */
 function createTable(sql: SqlStorage): void {
@@ -46,15 +35,16 @@ function sqlRows(sql: SqlStorage): RowStore {
   return {
     read(id) {
       const rows = sql.exec<{ window_ms: number; state: string }>("SELECT window_ms, state FROM buckets WHERE id = ?", id).toArray();
-      return rows.length === 0 ? undefined : decode(rows[0]!.window_ms, rows[0]!.state);
+      return rows.length === 0 ? undefined : decodeRow(rows[0]!.window_ms, rows[0]!.state);
     },
     write(id, row, expires) {
+      const { windowMs, text } = encodeRow(row);
       sql.exec(
         "INSERT INTO buckets (id, window_ms, expires, state) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET window_ms = excluded.window_ms, expires = excluded.expires, state = excluded.state",
         id,
-        row.windowMs,
+        windowMs,
         expires,
-        encode(row),
+        text,
       );
     },
     remove(id) {
@@ -114,6 +104,8 @@ export class RateLimiter extends DurableObject<Env> {
       if (typeof request.id !== "string" || request.id.length === 0 || request.id.length > MAX_BUCKET_ID_LENGTH) {
         return { refused: `bucket ids are hashes of 1 to ${MAX_BUCKET_ID_LENGTH} characters` };
       }
+      const problem = takeProblem(request);
+      if (problem) return { refused: problem };
     }
     const { decisions, changed } = this.table.decide(requests, Date.now());
     if (!changed) return decisions;

@@ -1,0 +1,169 @@
+/**
+ * A bucket's row: the seed's form (one sliding window: its length and sub-windows) or several windows by key
+ * (several-windows.ts), how one take changes it, and its text in the object's table. A bucket holding one
+ * sliding window is written in the seed's form, so rows written before several windows existed read as they did.
+ */
+
+import { CALENDAR_PERIODS, type CalendarState, MAX_OFFSET_MINUTES } from "./calendar-period.ts";
+import { decideWindows, isStoredCalendar, type StoredWindow, storedExpiry } from "./several-windows.ts";
+import { emptyWindow, expiresAt, type LeaseDecision, type LeaseReturn, take, type WindowSpec, type WindowState } from "./sliding-window.ts";
+import { calendarOfKey, isCalendar, MAX_COST, MAX_WINDOW_MS, MAX_WINDOWS, type WindowRule, windowKey } from "./window-rules.ts";
+
+/** What the table keeps of a bucket: one sliding window (the seed's row), or several windows by key. */
+export type BucketRow = SeedRow | WindowsRow;
+export interface SeedRow {
+  readonly windowMs: number;
+  readonly state: WindowState;
+}
+export interface WindowsRow {
+  readonly windows: readonly StoredWindow[];
+}
+
+/** Windows a row keeps: those of the rules deciding it, and others still counting (another tier's), up to this many. */
+export const MAX_ROW_WINDOWS = 2 * MAX_WINDOWS;
+
+/** One request's (or one lease's) take, as an isolate sends it: see `take` in sliding-window.ts. */
+export interface TakeRequest {
+  readonly id: string;
+  /** The window, when `windows` is absent (the seed's form). */
+  readonly spec: WindowSpec;
+  readonly want: number;
+  readonly leaseMs: number;
+  readonly returned?: LeaseReturn;
+  readonly forRequest: boolean;
+  /** Several windows, decided all or nothing (no leases); `spec` is then ignored. */
+  readonly windows?: readonly WindowRule[];
+  /** The request's cost, 0 … MAX_COST; default 1. */
+  readonly cost?: number;
+}
+
+export const emptyRow: BucketRow = { windowMs: 0, state: emptyWindow };
+
+function isSeedRow(row: BucketRow): row is SeedRow {
+  return "state" in row;
+}
+
+/** The windows of a row by key. */
+function windowsOf(row: BucketRow): Map<string, StoredWindow> {
+  if (!isSeedRow(row)) return new Map(row.windows.map((stored) => [stored.key, stored]));
+  if (row.state.subWindows.length === 0) return new Map();
+  const key = windowKey({ capacity: 0, windowMs: row.windowMs });
+  return new Map([[key, { key, windowMs: row.windowMs, state: row.state }]]);
+}
+
+/** The row of `windows` at `now`: those of `decided` first, then others while they still count. */
+function rowOf(decided: readonly StoredWindow[], others: ReadonlyMap<string, StoredWindow>, now: number): BucketRow {
+  const kept = [...decided];
+  for (const stored of others.values()) {
+    const expires = storedExpiry(stored);
+    if (kept.length < MAX_ROW_WINDOWS && expires !== undefined && expires > now && !kept.some((k) => k.key === stored.key)) kept.push(stored);
+  }
+  const counting = kept.filter((stored) => storedExpiry(stored) !== undefined);
+  const [only] = counting;
+  if (counting.length === 1 && only && !isStoredCalendar(only)) return { windowMs: only.windowMs, state: only.state };
+  if (counting.length === 0) return { windowMs: decided.length === 1 && !isStoredCalendar(decided[0]!) ? decided[0]!.windowMs : 0, state: emptyWindow };
+  return { windows: counting };
+}
+
+/**
+ * Decides one take against a row. The seed's form (one sliding window at cost 1) goes through `take`, leases
+ * included; a row of one sliding window decided by one sliding window of another length keeps its count, as the
+ * seed did when a policy's rate changed. Anything else goes through `decideWindows`, which never leases.
+ * `changed`: whether the row must be written.
+ */
+export function decideRow(row: BucketRow, request: TakeRequest, now: number): { decision: LeaseDecision; row: BucketRow; changed: boolean } {
+  const rules = request.windows ?? [request.spec];
+  const cost = request.cost ?? 1;
+  const [first] = rules;
+  const oneSliding = rules.length === 1 && first !== undefined && !isCalendar(first) ? first : undefined;
+  if (oneSliding && cost === 1 && isSeedRow(row)) {
+    const { decision, state } = take(row.state, now, oneSliding, request.want, request.leaseMs, request.returned, request.forRequest);
+    const changed = decision.granted > 0 || (request.returned !== undefined && request.returned.count > 0);
+    return { decision, row: { windowMs: oneSliding.windowMs, state }, changed };
+  }
+  const windows = windowsOf(row);
+  if (oneSliding && isSeedRow(row) && windows.size === 1) {
+    // One sliding window decided by another length: the count carries over, as in the seed.
+    const [stored] = windows.values();
+    windows.clear();
+    const key = windowKey(oneSliding);
+    windows.set(key, { ...stored!, key, windowMs: oneSliding.windowMs });
+  }
+  if (oneSliding && cost === 1) {
+    const key = windowKey(oneSliding);
+    const stored = windows.get(key);
+    const before = stored && !isStoredCalendar(stored) ? stored.state : emptyWindow;
+    const { decision, state } = take(before, now, oneSliding, request.want, request.leaseMs, request.returned, request.forRequest);
+    const changed = decision.granted > 0 || (request.returned !== undefined && request.returned.count > 0);
+    return { decision, row: rowOf([{ key, windowMs: oneSliding.windowMs, state }], windows, now), changed };
+  }
+  const { decision, windows: decided } = decideWindows(windows, now, rules, cost);
+  return { decision, row: rowOf(decided, windows, now), changed: decision.allowed && cost > 0 };
+}
+
+/** When every admission in the row has stopped counting: the time its storage may be dropped. */
+export function rowExpiry(row: BucketRow): number | undefined {
+  if (isSeedRow(row)) return expiresAt(row.state, row.windowMs);
+  let latest: number | undefined;
+  for (const stored of row.windows) {
+    const expires = storedExpiry(stored);
+    if (expires !== undefined && (latest === undefined || expires > latest)) latest = expires;
+  }
+  return latest;
+}
+
+/**
+ * The row as the table stores it: `window_ms` and `state`. The seed's form: the window length and its
+ * sub-windows flat, [start, end, count, …] (a third of the JSON of the objects). Several windows: `window_ms` 0
+ * and one list per window, its key first: ["s60000", start, end, count, …] or ["month+0", start, end, count].
+ */
+export function encodeRow(row: BucketRow): { windowMs: number; text: string } {
+  if (isSeedRow(row)) return { windowMs: row.windowMs, text: JSON.stringify(row.state.subWindows.flatMap((sub) => [sub.start, sub.end, sub.count])) };
+  const lists = row.windows.map((stored) =>
+    isStoredCalendar(stored)
+      ? [stored.key, stored.calendar.start, stored.calendar.end, stored.calendar.count]
+      : [stored.key, ...stored.state.subWindows.flatMap((sub) => [sub.start, sub.end, sub.count])],
+  );
+  return { windowMs: 0, text: JSON.stringify(lists) };
+}
+
+function subWindowsOf(flat: readonly unknown[], from: number): WindowState {
+  const subWindows = [];
+  for (let i = from; i + 2 < flat.length; i += 3) subWindows.push({ start: flat[i] as number, end: flat[i + 1] as number, count: flat[i + 2] as number });
+  return { subWindows };
+}
+
+export function decodeRow(windowMs: number, text: string): BucketRow {
+  const parsed = JSON.parse(text) as unknown[];
+  if (windowMs > 0) return { windowMs, state: subWindowsOf(parsed, 0) };
+  const windows: StoredWindow[] = [];
+  for (const list of parsed as unknown[][]) {
+    const key = String(list[0]);
+    const calendar = calendarOfKey(key);
+    if (calendar) {
+      const [, start, end, count] = list as [string, number, number, number];
+      windows.push({ key, calendar: { start, end, count } satisfies CalendarState });
+    } else windows.push({ key, windowMs: Number(key.slice(1)), state: subWindowsOf(list, 1) });
+  }
+  return { windows };
+}
+
+/** Why the object will not decide a take's windows or cost (undefined: it will). Bounds a wrong caller's work. */
+export function takeProblem(request: TakeRequest): string | undefined {
+  if (request.cost !== undefined && !(Number.isInteger(request.cost) && request.cost >= 0 && request.cost <= MAX_COST)) {
+    return `a cost is an integer from 0 to ${MAX_COST}`;
+  }
+  if (request.windows === undefined) return undefined;
+  if (!Array.isArray(request.windows) || request.windows.length < 1 || request.windows.length > MAX_WINDOWS) return `a take has 1 to ${MAX_WINDOWS} windows`;
+  for (const rule of request.windows) {
+    if (!(Number.isInteger(rule.capacity) && rule.capacity >= 1)) return "a window's capacity is a positive integer";
+    if (
+      isCalendar(rule)
+        ? !CALENDAR_PERIODS.includes(rule.period) || !(Math.abs(rule.offsetMinutes) <= MAX_OFFSET_MINUTES)
+        : !(rule.windowMs >= 1 && rule.windowMs <= MAX_WINDOW_MS)
+    ) {
+      return "a window is a length of at most 31 days or a calendar period";
+    }
+  }
+  return undefined;
+}
