@@ -11,7 +11,7 @@
 import { type BucketRow, decideRow, emptyRow, rowExpiry, type TakeRequest } from "./bucket-row.ts";
 import type { LeaseDecision } from "./sliding-window.ts";
 
-export type { BucketRow, TakeRequest } from "./bucket-row.ts";
+export type { BucketRow, SeedRow, TakeRequest } from "./bucket-row.ts";
 
 /** Where rows live: the object's SQLite table (limiter-object.ts), or a Map in tests. */
 export interface RowStore {

@@ -79,13 +79,11 @@ describe("bucket rows", () => {
     const seedText = JSON.stringify([T0, T0 + 1, 4]);
     const row = decodeRow(60_000, seedText);
     expect(row).toEqual({ windowMs: 60_000, state: { subWindows: [{ start: T0, end: T0 + 1, count: 4 }] } });
-    const rules = [
-      { capacity: 5, windowMs: 60_000 },
-      { capacity: 100, period: "month" as const, offsetMinutes: 0 },
-    ];
-    const first = decideRow(row, { id: "b", spec: rules[0]!, windows: rules, cost: 1, want: 1, leaseMs: 0, forRequest: true }, T0 + 10);
+    const minute = { capacity: 5, windowMs: 60_000 };
+    const rules: WindowRule[] = [minute, { capacity: 100, period: "month", offsetMinutes: 0 }];
+    const first = decideRow(row, { id: "b", spec: minute, windows: rules, cost: 1, want: 1, leaseMs: 0, forRequest: true }, T0 + 10);
     expect(first.decision).toMatchObject({ allowed: true, remaining: 0 });
-    const second = decideRow(stored(first.row), { id: "b", spec: rules[0]!, windows: rules, cost: 1, want: 1, leaseMs: 0, forRequest: true }, T0 + 20);
+    const second = decideRow(stored(first.row), { id: "b", spec: minute, windows: rules, cost: 1, want: 1, leaseMs: 0, forRequest: true }, T0 + 20);
     expect(second.decision.allowed).toBe(false);
     expect(encodeRow(first.row).windowMs).toBe(0);
   });

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { BucketTable, type BucketRow, type RowStore, type TakeRequest } from "../../src/limiter/bucket-table.ts";
+import { BucketTable, type BucketRow, type RowStore, type SeedRow, type TakeRequest } from "../../src/limiter/bucket-table.ts";
 import { emptyWindow, take, type WindowState } from "../../src/limiter/sliding-window.ts";
 import { maxInAnyWindow } from "./support/sliding-log.ts";
 
@@ -137,7 +137,7 @@ describe("BucketTable", () => {
               failNext = false;
               // Storage may hold part of the batch (the transaction's rollback is the object's; a Map has none):
               // what it holds now is the truth the table goes back to.
-              stored = new Map([...rows].map(([id, row]) => [id, (JSON.parse(row.text) as BucketRow).state]));
+              stored = new Map([...rows].map(([id, row]) => [id, (JSON.parse(row.text) as SeedRow).state]));
             } else {
               table.flush();
               stored = new Map([...stored, ...unwritten]);
