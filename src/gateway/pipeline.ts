@@ -5,7 +5,7 @@ import { errorAnswer } from "../error-answer.ts";
 import { ErrorCode, ServiceError } from "../errors.ts";
 import { EvaluationBudget } from "../policy/evaluation-budget.ts";
 import { runPhase, type EvaluationLog } from "../policy/evaluate.ts";
-import type { InterpolationLog } from "../policy/expression-error-log.ts";
+import type { InterpolationLog } from "../policy/exchange.ts";
 import {
   initialVars,
   type ActionServices,

@@ -2,7 +2,6 @@
 
 import type { WindowDecision, WindowSpec } from "../limiter/sliding-window.ts";
 import type { EvaluationBudget } from "./evaluation-budget.ts";
-import type { InterpolationLog } from "./expression-error-log.ts";
 import type { RequestBody } from "./request-body.ts";
 
 /** The two phases, by their canonical names (documents may call them on_http_request / on_http_response). */
@@ -202,4 +201,10 @@ export interface ActionServices {
   readonly decisions?: DecisionSink;
   /** Where a `${…}` that fails at request time is reported; absent: a log of the policy engine's own. */
   readonly interpolationErrors?: InterpolationLog;
+}
+
+/** Where failed `${…}` interpolations are reported, at a bounded rate (ExpressionErrorLog is one). */
+export interface InterpolationLog {
+  /** `field`: the compiled action field, by identity; `where`: its path, e.g. `inbound[0].actions[1].config.headers.x-ip`. */
+  interpolationError(field: object, where: string, source: string, message: string): void;
 }

@@ -6,7 +6,7 @@
  * Pure: the clock and the writer are injected; memory is bounded by expressions remembered.
  */
 
-import type { CompiledEntry } from "./compile.ts";
+import type { InterpolationLog } from "./exchange.ts";
 
 /** Lines one expression may write per second. */
 export const ERROR_LOG_INTERVAL_MS = 1000;
@@ -29,15 +29,9 @@ interface Memory {
   suppressed: number;
 }
 
-/** Where a failing expression is reported (runPhase in evaluate.ts). */
+/** Where a failing expression is reported (runPhase in evaluate.ts); `entry`: its compiled entry, by identity. */
 export interface EvaluationLog {
-  expressionError(entry: CompiledEntry, source: string, message: string): void;
-}
-
-/** Where a `${…}` that fails at request time is reported (the actions that interpolate). */
-export interface InterpolationLog {
-  /** `field`: the compiled action field, by identity; `where`: its path, e.g. `inbound[0].actions[1].config.headers.x-ip`. */
-  interpolationError(field: object, where: string, source: string, message: string): void;
+  expressionError(entry: { readonly name?: string }, source: string, message: string): void;
 }
 
 export class ExpressionErrorLog implements EvaluationLog, InterpolationLog {
@@ -55,7 +49,7 @@ export class ExpressionErrorLog implements EvaluationLog, InterpolationLog {
     this.write = write;
   }
 
-  expressionError(entry: CompiledEntry, source: string, message: string): void {
+  expressionError(entry: { readonly name?: string }, source: string, message: string): void {
     const where = entry.name ? ` of entry ${JSON.stringify(clip(entry.name))}` : "";
     this.report(
       entry,
