@@ -187,6 +187,13 @@ function callType(call: Call, context: CheckContext, locals: ReadonlyMap<string,
   }
   const phaseProblem = context.otherPhase(name);
   if (phaseProblem) fail(phaseProblem);
+  // `rand.double()`: a function of a namespace, when `rand` is no variable (the planner resolves it so too).
+  const qualifier = chainText(call.target);
+  const root = qualifier?.split(".")[0];
+  if (qualifier && root && call.target?.exprKind.case === "identExpr" && !locals.has(root) && !context.variables.has(root)) {
+    const qualified = `${qualifier}.${name}`;
+    if (context.funcs.find(qualified)) return callType({ ...call, function: qualified, target: undefined }, context, locals);
+  }
   const group = context.funcs.find(name);
   if (!group) fail(`unknown function '${name}'`);
   const hasTarget = call.target !== undefined;

@@ -72,6 +72,8 @@ const macros = [
   celFunc("hasResHeader", [CelScalar.STRING], CelScalar.BOOL, (name) => headerValues(current?.exchange.response?.headers, name).length > 0),
   celFunc("getQueryParam", [CelScalar.STRING], STRING_LIST, (name) => current?.exchange.request.url.searchParams.getAll(name) ?? []),
   celFunc("hasQueryParam", [CelScalar.STRING], CelScalar.BOOL, (name) => current?.exchange.request.url.searchParams.has(name) ?? false),
+  // As ngrok's: a double in [0, 1), for splitting traffic at random (`rand.double() <= 0.2`).
+  celFunc("rand.double", [], CelScalar.DOUBLE, () => Math.random()),
   celFunc("inCidrRange", [CelScalar.STRING, CelScalar.STRING], CelScalar.BOOL, (ip, cidr) => ipInCidr(ip, cidr)),
   celFunc("inCidrRanges", [CelScalar.STRING, STRING_LIST], CelScalar.BOOL, (ip, cidrs) => {
     for (const cidr of cidrs) if (typeof cidr === "string" && ipInCidr(ip, cidr)) return true;

@@ -32,6 +32,8 @@ describe("type errors are load errors, for every variable family", () => {
     ["time.now > 0", "inbound", "invalid CEL: '>' does not take (string, int)"],
     ["actions.svc.rate_limit.limited == 'true'", "inbound", "invalid CEL: '==' compares bool with string: never equal"],
     ["actions.ngrok.restrict_ips.matched_cidr && true", "inbound", "invalid CEL: '&&' takes bool operands, not string"],
+    ["req.cookies['a'][0].value == 1", "inbound", "invalid CEL: '==' compares string with int: never equal"],
+    ["rand.double() == 'half'", "inbound", "invalid CEL: '==' compares double with string: never equal"],
     ["vars[1] == 'x'", "inbound", "invalid CEL: a map(string, dyn) is indexed by string, not int"],
     ["req.method.exists(c, c == 'G')", "inbound", "invalid CEL: cannot iterate over string: comprehensions take a list or a map"],
     ["req.method ? true : false", "inbound", "invalid CEL: the condition of '?:' takes bool operands, not string"],

@@ -5,6 +5,7 @@ import { activation } from "../../src/policy/cel-activation.ts";
 import { compileExpression, compileValueExpression } from "../../src/policy/cel.ts";
 import { EvaluationBudget } from "../../src/policy/evaluation-budget.ts";
 import type { ConnectionFacts, Exchange } from "../../src/policy/exchange.ts";
+import { MAX_COOKIES } from "../../src/policy/variables/cookies.ts";
 import { MAX_QUERY_PARAMS } from "../../src/policy/variables/url.ts";
 import { makeExchange, type ExchangeOptions } from "./support/exchange.ts";
 
@@ -97,6 +98,24 @@ describe("req.content_length and req.user_agent", () => {
     const bot = makeExchange({ headers: { "user-agent": "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)" } });
     expect(holds("req.user_agent.is_bot && req.user_agent.name == 'Googlebot' && req.user_agent.url == 'http://www.google.com/bot.html'", bot)).toBe(true);
     expect(holds("req.user_agent == '' && req.user_agent.name == '' && !req.user_agent.is_bot", makeExchange())).toBe(true);
+  });
+});
+
+describe("req.cookies and rand.double()", () => {
+  it("req.cookies maps each name to its cookies, in header order", () => {
+    const exchange = makeExchange({ headers: { cookie: 'ab_test=A; theme="dark"; ab_test=B; junk; =x; token=a=b' } });
+    expect(holds("'ab_test' in req.cookies && req.cookies['ab_test'][0].value == 'A' && req.cookies['ab_test'][1].value == 'B'", exchange)).toBe(true);
+    expect(holds("req.cookies.theme[0].value == 'dark' && req.cookies.token[0].value == 'a=b' && size(req.cookies) == 3", exchange)).toBe(true);
+    expect(holds("size(req.cookies) == 0", makeExchange())).toBe(true);
+  });
+
+  it(`holds at most ${MAX_COOKIES} cookies of a hostile header`, () => {
+    const header = Array.from({ length: 5000 }, (_, i) => `c${i}=${i}`).join("; ");
+    expect(evaluated("size(req.cookies)", makeExchange({ headers: { cookie: header } }))).toBe(BigInt(MAX_COOKIES));
+  });
+
+  it("rand.double() is in [0, 1)", () => {
+    expect(holds("rand.double() >= 0.0 && rand.double() < 1.0")).toBe(true);
   });
 });
 

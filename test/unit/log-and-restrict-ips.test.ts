@@ -163,9 +163,18 @@ describe("restrict-ips", () => {
     ]);
   });
 
-  it("an address without a prefix length is not a CIDR", () => {
-    expect(problems(action("restrict-ips", ["deny: ['2001:db8::1']"]))).toEqual([
-      `${FILE}:5: inbound[0].actions[0].config.deny[0]: must be a CIDR such as 203.0.113.0/24 or 2001:db8::/32 (got '2001:db8::1')`,
+  it("an address without a prefix length stands for itself alone (as ngrok reads it); a bad one is refused", async () => {
+    const policy = load(action("restrict-ips", ["deny: ['2001:db8::1', 198.51.100.42]"]));
+    const at = async (clientIp: string) => (await runPhase(policy.inbound, makeExchange({ clientIp }), { counter: new MemoryCounter(T0) }))?.status;
+    expect([await at("2001:db8::1"), await at("2001:db8::2"), await at("198.51.100.42"), await at("198.51.100.43")]).toEqual([403, undefined, 403, undefined]);
+    expect(problems(action("restrict-ips", ["deny: ['2001:db8::g']"]))).toEqual([
+      `${FILE}:5: inbound[0].actions[0].config.deny[0]: must be a CIDR such as 203.0.113.0/24 or 2001:db8::/32 (got '2001:db8::g')`,
+    ]);
+  });
+
+  it("ngrok's ip_policies is refused, pointing at allow and deny", () => {
+    expect(problems(action("restrict-ips", ["ip_policies: [ipp_1yjqdrIBwgciY2I9zH2EelgBbJF]", "allow: [10.0.0.0/8]"]))).toEqual([
+      `${FILE}:5: inbound[0].actions[0].config.ip_policies: is not supported: IP policies are objects of ngrok's API that Tollgate has no store for; list their CIDRs under allow or deny`,
     ]);
   });
 

@@ -15,9 +15,13 @@ export const MAX_CIDRS = 256;
 
 type Range = [ipaddr.IPv4 | ipaddr.IPv6, number];
 
+/** A CIDR, or (as ngrok accepts) a bare address, which stands for itself alone (/32, /128). */
 function parseRange(cidr: string): Range | undefined {
+  const text = cidr.trim();
   try {
-    return ipaddr.parseCIDR(cidr.trim());
+    if (text.includes("/")) return ipaddr.parseCIDR(text);
+    const address = ipaddr.parse(text);
+    return [address, address.kind() === "ipv4" ? 32 : 128];
   } catch {
     return undefined;
   }
@@ -39,6 +43,13 @@ export const restrictIpsConfig = z
     enforce: z.boolean({ error: "must be a boolean" }).default(true).describe("false: set actions.svc.restrict_ips.denied but let the request through."),
     allow: cidrList.describe("Client addresses allowed (any address when absent)."),
     deny: cidrList.describe("Client addresses denied, even when allowed."),
+    ip_policies: z
+      .unknown()
+      .refine((value) => value === undefined, {
+        error: "is not supported: IP policies are objects of ngrok's API that Tollgate has no store for; list their CIDRs under allow or deny",
+      })
+      .optional()
+      .describe("Not supported (ngrok's IP policy objects): write the CIDRs under allow or deny."),
   })
   .refine((config) => config.allow !== undefined || config.deny !== undefined, { message: "must have allow or deny" });
 

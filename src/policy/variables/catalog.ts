@@ -4,6 +4,7 @@ import type { Type } from "../cel-types.ts";
 import type { Exchange, Phase } from "../exchange.ts";
 import { actionResultVariables } from "./action-results.ts";
 import { connectionVariables } from "./connection.ts";
+import { cookieVariables } from "./cookies.ts";
 import { endpointVariables } from "./endpoint.ts";
 import type { Reader, VariableFamily } from "./family.ts";
 import { headerMap } from "./header-map.ts";
@@ -18,6 +19,7 @@ const FAMILIES: readonly VariableFamily[] = [
   requestVariables,
   urlVariables,
   userAgentVariables,
+  cookieVariables,
   connectionVariables,
   responseVariables,
   actionResultVariables,

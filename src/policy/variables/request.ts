@@ -6,6 +6,7 @@
 
 import { INT, record, refused, STRING, STRING_LIST_MAP } from "../cel-types.ts";
 import type { Exchange } from "../exchange.ts";
+import { COOKIES } from "./cookies.ts";
 import type { VariableFamily } from "./family.ts";
 
 /** Digits of a Content-Length value read as `req.content_length` (16 digits pass any real body size). */
@@ -21,6 +22,7 @@ export const REQ = record("req", {
   headers: STRING_LIST_MAP,
   content_length: INT,
   user_agent: STRING,
+  cookies: COOKIES,
   trailers: unavailable("req.trailers", "a Worker never sees request trailers"),
   ts: unavailable("req.ts", "a Worker sees the request once its header arrived, not when"),
 });

@@ -19,6 +19,7 @@ interface Rule {
 
 const RULES: readonly Rule[] = [
   { chain: ["req", "url", "query_params"], hidden: "@req.url.query_params", whole: true },
+  { chain: ["req", "cookies"], hidden: "@req.cookies", whole: true },
   { chain: ["conn", "geo"], hidden: "@conn.geo", whole: true },
   { chain: ["conn", "tls"], hidden: "@conn.tls", whole: true },
   { chain: ["req", "url"], hidden: "@req.url", whole: false },
