@@ -22,7 +22,8 @@ function results(namespace: string): Type {
 export const ACTIONS = record("actions", { svc: results("svc"), ngrok: results("ngrok") });
 
 function actionResults(exchange: Exchange): Map<string, unknown> {
-  const { rate_limit: rateLimit, restrict_ips: restrictIps } = exchange.vars;
+  // Read once per snapshot (test/unit/phase-variables.test.ts counts it).
+  const { rate_limit: rateLimit, restrict_ips: restrictIps, verify_webhook: verifyWebhook } = exchange.vars;
   const errorOf = (value: { code: string; message: string }) =>
     new Map([
       ["code", value.code],
@@ -46,7 +47,7 @@ function actionResults(exchange: Exchange): Map<string, unknown> {
         ["error", errorOf(restrictIps.error)],
       ]),
     ],
-    ["verify_webhook", verifyWebhookResults(exchange)],
+    ["verify_webhook", verifyWebhookResults(verifyWebhook)],
   ]);
   return new Map([
     ["svc", namespace],

@@ -1,7 +1,7 @@
 /** `actions.svc.verify_webhook.*` (and `actions.ngrok.…`): what the last verify-webhook found, as ngrok names it. */
 
 import { BOOL, record, STRING, type Type } from "../cel-types.ts";
-import type { Exchange } from "../exchange.ts";
+import type { VerifyWebhookVars } from "../exchange.ts";
 
 /** The type of `<at>.verify_webhook`, `at` being `actions.svc` or `actions.ngrok`. */
 export function verifyWebhookType(at: string): Type {
@@ -9,8 +9,8 @@ export function verifyWebhookType(at: string): Type {
   return record(of, { verified: BOOL, error: record(`${of}.error`, { code: STRING, message: STRING }) });
 }
 
-export function verifyWebhookResults(exchange: Exchange): Map<string, unknown> {
-  const { verified, error } = exchange.vars.verify_webhook;
+/** `results`: the exchange's `vars.verify_webhook`, read by action-results.ts with the other actions' results. */
+export function verifyWebhookResults({ verified, error }: VerifyWebhookVars): Map<string, unknown> {
   return new Map<string, unknown>([
     ["verified", verified],
     [
