@@ -13,6 +13,7 @@ import { LEASE_MS } from "../limiter/bucket-memory.ts";
 import type { IsolateBuckets, ObjectCall } from "../limiter/isolate-buckets.ts";
 import type { StoreRefusal } from "../limiter/limiter-object.ts";
 import type { LeaseDecision, WindowSpec } from "../limiter/sliding-window.ts";
+import { isCalendar, leasable, type LimitSpec, limitOf } from "../limiter/window-rules.ts";
 import type { ActionServices, AfterResponse, BucketRef, CountResult, RateLimitCounter } from "../policy/exchange.ts";
 import { analyticsDataset, decisionSink } from "./decision-sink.ts";
 
@@ -46,27 +47,37 @@ async function takeFromStore(env: Env, shard: string, take: TakeRequest): Promis
   return answer[0]!;
 }
 
-/** One take of bucket `id`, as the object's `takeAll` reads it. */
-function takeOf(id: string, spec: WindowSpec, call: ObjectCall, forRequest: boolean): TakeRequest {
-  return { id, spec: { capacity: spec.capacity, windowMs: spec.windowMs }, want: call.want, leaseMs: LEASE_MS, returned: call.returned, forRequest };
+/**
+ * One take of bucket `id`, as the object's `takeAll` reads it: the seed's form (one sliding window at cost 1,
+ * leases) exactly as before, any other form as its windows and cost, decided without leases.
+ */
+function takeOf(id: string, limit: LimitSpec, leases: boolean, call: ObjectCall, forRequest: boolean): TakeRequest {
+  const [first] = limit.windows;
+  if (leases && first && !isCalendar(first)) {
+    return { id, spec: { capacity: first.capacity, windowMs: first.windowMs }, want: call.want, leaseMs: LEASE_MS, returned: call.returned, forRequest };
+  }
+  return { id, windows: limit.windows, cost: limit.cost, want: 1, leaseMs: 0, returned: call.returned, forRequest: true };
 }
 
 export function durableObjectCounter(env: Env, ingress: string, buckets: IsolateBuckets): RateLimitCounter {
   const timeoutMs = Number(env.RATE_LIMIT_TIMEOUT_MS) > 0 ? Number(env.RATE_LIMIT_TIMEOUT_MS) : DEFAULT_TIMEOUT_MS;
   return {
-    async count(bucket: BucketRef, spec: WindowSpec, afterResponse?: AfterResponse): Promise<CountResult> {
+    async count(bucket: BucketRef, spec: WindowSpec | LimitSpec, afterResponse?: AfterResponse): Promise<CountResult> {
       // Whatever a client put in the key (a 60 KB header), the isolate and the object see 43 characters.
       const name = { ingress, ...bucket };
       const known = buckets.ids.idOf(name);
       const id = typeof known === "string" ? known : await known;
-      const consulted = buckets.consult(id, afterResponse !== undefined);
+      const limit = limitOf(spec);
+      const leases = leasable(limit);
+      const need = Math.max(1, limit.cost);
+      const consulted = buckets.consult(id, leases && afterResponse !== undefined, { need, rulesKey: limit.key, leases });
       if ("decision" in consulted) {
-        if (consulted.renewal) afterResponse!.waitUntil(renewLease(env, buckets, shardName(name, id), id, spec, consulted.renewal, timeoutMs));
+        if (consulted.renewal) afterResponse!.waitUntil(renewLease(env, buckets, shardName(name, id), id, limit, consulted.renewal, timeoutMs));
         return { ok: true, decision: consulted.decision, bucketId: id };
       }
       let answer: LeaseDecision;
       try {
-        answer = await withTimeout(takeFromStore(env, shardName(name, id), takeOf(id, spec, consulted, true)), timeoutMs);
+        answer = await withTimeout(takeFromStore(env, shardName(name, id), takeOf(id, limit, leases, consulted, true)), timeoutMs);
       } catch (error) {
         const timedOut = error instanceof CounterTimeout;
         console.error(`rate-limit: counting failed, request proceeds: ${(error as Error).message}`);
@@ -77,7 +88,7 @@ export function durableObjectCounter(env: Env, ingress: string, buckets: Isolate
           bucketId: id,
         };
       }
-      return { ok: true, decision: buckets.settle(id, consulted.sent, answer), bucketId: id };
+      return { ok: true, decision: buckets.settle(id, consulted.sent, answer, need), bucketId: id };
     },
   };
 }
@@ -86,9 +97,9 @@ export function durableObjectCounter(env: Env, ingress: string, buckets: Isolate
  * Asks the bucket's object for a lease ahead (no request waits for it) and hands the answer to the isolate's
  * memory. A failure costs only the lease: requests then go to the object one by one, as if it had not been asked.
  */
-async function renewLease(env: Env, buckets: IsolateBuckets, shard: string, id: string, spec: WindowSpec, call: ObjectCall, timeoutMs: number): Promise<void> {
+async function renewLease(env: Env, buckets: IsolateBuckets, shard: string, id: string, limit: LimitSpec, call: ObjectCall, timeoutMs: number): Promise<void> {
   try {
-    const answer = await withTimeout(takeFromStore(env, shard, takeOf(id, spec, call, false)), timeoutMs);
+    const answer = await withTimeout(takeFromStore(env, shard, takeOf(id, limit, true, call, false)), timeoutMs);
     buckets.settleRenewal(id, call.sent, answer);
   } catch (error) {
     console.error(`rate-limit: renewing a lease failed, requests are counted one by one until the next: ${(error as Error).message}`);

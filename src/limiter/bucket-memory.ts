@@ -40,6 +40,10 @@ export interface BucketMemory {
   /** What the object last said: admissions it had not handed out, and when more would become available. */
   objectRemaining: number;
   refillAt: number;
+  /** `blockedUntil` holds for requests of at least this cost (a refused cost of 5 says nothing of a cost of 1). */
+  blockedNeed: number;
+  /** The rules (windows and capacities) the bucket was last decided by; '' before it was, or when they never change. */
+  rulesKey: string;
 }
 
 /** A bucket this isolate has not seen yet. */
@@ -57,6 +61,8 @@ export function newBucketMemory(): BucketMemory {
     askedAt: 0,
     objectRemaining: 0,
     refillAt: 0,
+    blockedNeed: 1,
+    rulesKey: "",
   };
 }
 
@@ -129,4 +135,18 @@ export function observe(memory: BucketMemory, now: number): number {
   if (memory.seenThisEpoch < BUSY_EPOCH) return Math.min(MAX_LEASE, Math.max(1, memory.seenLastEpoch));
   const previousShare = 1 - (now - epoch * LEASE_MS) / LEASE_MS;
   return Math.min(MAX_LEASE, Math.max(memory.seenLastEpoch, Math.floor(memory.seenThisEpoch + memory.seenLastEpoch * previousShare)));
+}
+
+/**
+ * The bucket is now decided by the rules named `key` (a tier switch): what was remembered under other rules no
+ * longer holds. A lease taken under them goes to the hand-back (its admissions were counted against the old
+ * capacity, so using them could pass the new one), and "limited until" is forgotten (the new capacity may admit).
+ */
+export function switchRules(memory: BucketMemory, key: string): void {
+  if (memory.rulesKey === key) return;
+  if (memory.rulesKey !== "") {
+    retire(memory);
+    memory.blockedUntil = 0;
+  }
+  memory.rulesKey = key;
 }

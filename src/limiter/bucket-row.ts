@@ -26,7 +26,7 @@ export const MAX_ROW_WINDOWS = 2 * MAX_WINDOWS;
 export interface TakeRequest {
   readonly id: string;
   /** The window, when `windows` is absent (the seed's form). */
-  readonly spec: WindowSpec;
+  readonly spec?: WindowSpec;
   readonly want: number;
   readonly leaseMs: number;
   readonly returned?: LeaseReturn;
@@ -72,7 +72,7 @@ function rowOf(decided: readonly StoredWindow[], others: ReadonlyMap<string, Sto
  * `changed`: whether the row must be written.
  */
 export function decideRow(row: BucketRow, request: TakeRequest, now: number): { decision: LeaseDecision; row: BucketRow; changed: boolean } {
-  const rules = request.windows ?? [request.spec];
+  const rules = request.windows ?? (request.spec ? [request.spec] : []);
   const cost = request.cost ?? 1;
   const [first] = rules;
   const oneSliding = rules.length === 1 && first !== undefined && !isCalendar(first) ? first : undefined;
@@ -153,7 +153,7 @@ export function takeProblem(request: TakeRequest): string | undefined {
   if (request.cost !== undefined && !(Number.isInteger(request.cost) && request.cost >= 0 && request.cost <= MAX_COST)) {
     return `a cost is an integer from 0 to ${MAX_COST}`;
   }
-  if (request.windows === undefined) return undefined;
+  if (request.windows === undefined) return request.spec === undefined ? "a take has a window" : undefined;
   if (!Array.isArray(request.windows) || request.windows.length < 1 || request.windows.length > MAX_WINDOWS) return `a take has 1 to ${MAX_WINDOWS} windows`;
   for (const rule of request.windows) {
     if (!(Number.isInteger(rule.capacity) && rule.capacity >= 1)) return "a window's capacity is a positive integer";

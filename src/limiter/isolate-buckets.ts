@@ -35,6 +35,7 @@ import {
   observe,
   renewalDue,
   BUSY_EPOCH,
+  switchRules,
 } from "./bucket-memory.ts";
 
 import type { LeaseDecision, LeaseReturn, WindowDecision } from "./sliding-window.ts";
@@ -77,6 +78,17 @@ export interface ObjectCall {
  */
 export type Consultation = { readonly decision: WindowDecision; readonly renewal?: ObjectCall } | ObjectCall;
 
+/**
+ * What a request asks of its bucket beyond the seed's one admission: `need`, its cost (at least 1: a cost of 0
+ * is refused where 1 is); `rulesKey`, the rules deciding it (see `switchRules`); `leases` false for forms decided
+ * by the object one request at a time (several windows, calendar periods, costs: window-rules.ts `leasable`).
+ */
+export interface Demand {
+  readonly need: number;
+  readonly rulesKey?: string;
+  readonly leases: boolean;
+}
+
 export class IsolateBuckets {
   readonly stats: BucketStats = { objectCalls: 0, renewalsAhead: 0, cachedRejections: 0, leasedAdmissions: 0 };
   readonly now: () => number;
@@ -105,8 +117,10 @@ export class IsolateBuckets {
    * Answers from memory when it can; otherwise says how many admissions to ask the object for.
    * `renewAhead`: the caller can send a renewal after its response, so a due renewal does not hold up this request.
    */
-  consult(id: string, renewAhead = false): Consultation {
+  consult(id: string, renewAhead = false, demand?: Demand): Consultation {
     const memory = this.memoryOf(id);
+    if (demand?.rulesKey !== undefined) switchRules(memory, demand.rulesKey);
+    if (demand && !demand.leases) return this.consultUnleased(memory, demand.need);
     const sent = this.now();
     let want = observe(memory, sent);
     const leaseIdle = memory.askedAt === 0 || sent - memory.askedAt >= LEASE_MS;
@@ -121,7 +135,7 @@ export class IsolateBuckets {
     }
     if (!renew && this.takeLeased(memory, sent)) return { decision: leasedAdmission(memory, sent) };
     expire(memory, sent);
-    if (memory.blockedUntil > sent && memory.returnCount === 0) {
+    if (memory.blockedUntil > sent && memory.blockedNeed <= 1 && memory.returnCount === 0) {
       this.stats.cachedRejections++;
       const wait = memory.blockedUntil - sent;
       return { decision: { allowed: false, remaining: 0, retryAfterMs: wait, resetMs: wait, refillMs: wait } };
@@ -133,6 +147,19 @@ export class IsolateBuckets {
       else memory.askedAt = sent;
     }
     return this.callOf(memory, want, sent);
+  }
+
+  /** A request of a form that is never leased: answered "limited" from memory for a cost at least the one refused, else one call. */
+  private consultUnleased(memory: BucketMemory, need: number): Consultation {
+    const sent = this.now();
+    expire(memory, sent);
+    if (memory.blockedUntil > sent && need >= memory.blockedNeed && memory.returnCount === 0) {
+      this.stats.cachedRejections++;
+      const wait = memory.blockedUntil - sent;
+      return { decision: { allowed: false, remaining: 0, retryAfterMs: wait, resetMs: wait, refillMs: wait } };
+    }
+    this.stats.objectCalls++;
+    return this.callOf(memory, 1, sent);
   }
 
   /** A call for `want` admissions at `sent`, taking along what is to be handed back. */
@@ -147,7 +174,7 @@ export class IsolateBuckets {
    * Takes in the object's answer to a request sent at `sent`, and returns that request's decision; its
    * `remaining` counts the admissions this isolate holds leased too (see `leasedAdmission`).
    */
-  settle(id: string, sent: number, answer: LeaseDecision): WindowDecision {
+  settle(id: string, sent: number, answer: LeaseDecision, need = 1): WindowDecision {
     const memory = this.memoryOf(id);
     const { granted, ...decision } = answer;
     const now = this.now();
@@ -164,6 +191,7 @@ export class IsolateBuckets {
     memory.objectRemaining = 0;
     if (this.takeLeased(memory, now)) return leasedAdmission(memory, now);
     memory.blockedUntil = now + decision.retryAfterMs;
+    memory.blockedNeed = need;
     return decision;
   }
 
@@ -179,6 +207,7 @@ export class IsolateBuckets {
     if (!answer.allowed) {
       memory.objectRemaining = 0;
       memory.blockedUntil = now + answer.retryAfterMs;
+      memory.blockedNeed = 1;
       return;
     }
     if (answer.granted > 0) lease(memory, now, sent + LEASE_MS - LEASE_MARGIN_MS, answer.leaseStart, answer.granted);

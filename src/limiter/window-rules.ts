@@ -26,6 +26,8 @@ export interface LimitSpec {
   readonly windows: readonly WindowRule[];
   readonly cost: number;
   readonly key?: string;
+  /** The cost comes from an expression: never leased, whatever this request's value (leases count cost-1 admissions). */
+  readonly weighted?: boolean;
 }
 
 export function isCalendar(rule: WindowRule): rule is CalendarSpec {
@@ -58,5 +60,5 @@ export function limitOf(spec: WindowSpec | LimitSpec): LimitSpec {
  */
 export function leasable(limit: LimitSpec): boolean {
   const [only] = limit.windows;
-  return limit.windows.length === 1 && only !== undefined && !isCalendar(only) && only.windowMs >= 60_000 && limit.cost === 1;
+  return limit.windows.length === 1 && only !== undefined && !isCalendar(only) && only.windowMs >= 60_000 && limit.cost === 1 && !limit.weighted;
 }

@@ -1,6 +1,7 @@
 /** The request/response pair a traffic policy acts on, as plain values the engine can read and change. */
 
 import type { WindowDecision, WindowSpec } from "../limiter/sliding-window.ts";
+import type { LimitSpec } from "../limiter/window-rules.ts";
 import type { EvaluationBudget } from "./evaluation-budget.ts";
 import type { RequestBody } from "./request-body.ts";
 
@@ -69,6 +70,8 @@ export interface RateLimitField {
   /** `r`: remaining quota; `t`: seconds until more is available. */
   readonly remaining: number;
   readonly resetSeconds: number;
+  /** Listed in RateLimit-Policy only: another window of the same action is the one closest to its limit. */
+  readonly policyOnly?: boolean;
 }
 
 /**
@@ -160,11 +163,12 @@ export type CountResult =
   | { readonly ok: false; readonly code: string; readonly message: string; readonly bucketId?: string };
 
 /**
- * Counts requests in buckets; never throws: failures come back as `ok: false`. `afterResponse`: where the
- * counter may leave work that need not hold up this request (renewing a busy bucket's lease).
+ * Counts requests in buckets; never throws: failures come back as `ok: false`. `spec`: one sliding window at
+ * cost 1, or several windows and a cost (src/limiter/window-rules.ts). `afterResponse`: where the counter may
+ * leave work that need not hold up this request (renewing a busy bucket's lease).
  */
 export interface RateLimitCounter {
-  count(bucket: BucketRef, spec: WindowSpec, afterResponse?: AfterResponse): Promise<CountResult>;
+  count(bucket: BucketRef, spec: WindowSpec | LimitSpec, afterResponse?: AfterResponse): Promise<CountResult>;
 }
 
 export type RateLimitOutcome = "allowed" | "limited" | "shadow_limited" | "error";
