@@ -135,7 +135,9 @@ function mutationsAt(spot: Spot): Mutation[] {
 
   // wrong types: a scalar marker of another type; under a map key also a collection holding a marker
   // (its line is the key's, one above the marker in block YAML and indented JSON)
-  if (typeof value === "string") out.push(replace("string → number", NUMBER_MARK, lineOfMark(String(NUMBER_MARK))));
+  // A header value may be a number (ngrok's examples write `is-ngrok: 1`): sent as its text, so not a mistake.
+  const headerValue = underKey && path[path.length - 2] === "headers";
+  if (typeof value === "string" && !headerValue) out.push(replace("string → number", NUMBER_MARK, lineOfMark(String(NUMBER_MARK))));
   if (typeof value === "number") out.push(replace("number → string", STRING_MARK, lineOfMark(STRING_MARK)));
   if (Array.isArray(value)) {
     out.push(replace("list → string", STRING_MARK, lineOfMark(STRING_MARK)));
