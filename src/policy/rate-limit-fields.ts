@@ -27,8 +27,12 @@ export function rateLimitPolicyField(fields: readonly RateLimitField[]): string 
   return fields.map((field) => `${sfString(field.policy)};q=${field.quota};w=${field.windowSeconds}`).join(", ");
 }
 
+/** One member per decision: of an action's several windows only the one closest to its limit (the draft's rule). */
 export function rateLimitField(fields: readonly RateLimitField[]): string {
-  return fields.map((field) => `${sfString(field.policy)};r=${field.remaining};t=${field.resetSeconds}`).join(", ");
+  return fields
+    .filter((field) => !field.policyOnly)
+    .map((field) => `${sfString(field.policy)};r=${field.remaining};t=${field.resetSeconds}`)
+    .join(", ");
 }
 
 /**

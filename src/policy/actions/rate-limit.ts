@@ -6,12 +6,17 @@
 import { z } from "zod";
 import { ErrorCode, newOperationId, OPERATION_ID_HEADER } from "../../errors.ts";
 import { clientIpBucket } from "../client-ip-bucket.ts";
-import type { Exchange, RateLimitEvent, RateLimitOutcome } from "../exchange.ts";
+import { closestToLimit } from "../../limiter/several-windows.ts";
+import type { WindowDecision } from "../../limiter/sliding-window.ts";
+import type { CountResult, Exchange, RateLimitEvent, RateLimitOutcome } from "../exchange.ts";
 import { parseDuration } from "../duration.ts";
 import { isRateLimitPolicyName, MAX_RATELIMIT_POLICY_NAME } from "../rate-limit-fields.ts";
 import { defineAction } from "./action.ts";
+import { choosePlan, costOf, type LimitPlan, longestWindowMs, type PlannedWindow, planLimits } from "./rate-limit-plan.ts";
+import { capacitySchema, costSchema, MAX_CAPACITY, tiersSchema, windowLabel, windowSeconds, windowsSchema } from "./rate-limit-windows.ts";
 
-export const MAX_CAPACITY = 2_000_000_000;
+export { MAX_CAPACITY };
+
 const MIN_RATE_MS = 60_000;
 const MAX_RATE_MS = 24 * 3_600_000;
 const RATE_STEP_MS = 10_000;
@@ -74,13 +79,21 @@ export const rateLimitConfig = z
       .literal("sliding_window", { error: "must be sliding_window" })
       .default("sliding_window")
       .describe("Counting algorithm; only sliding_window is supported."),
-    capacity: z
-      .number({ error: (issue) => (issue.input === undefined ? "is required" : "must be an integer") })
-      .int("must be an integer")
-      .min(1, "must be at least 1")
-      .max(MAX_CAPACITY, `must be at most ${MAX_CAPACITY}`)
-      .describe("Requests a bucket admits within any window of `rate`."),
-    rate: rateSchema.describe("Window length: a duration string, a multiple of 10s from 60s to 24h."),
+    capacity: capacitySchema.optional().describe("Requests a bucket admits within any window of `rate` (the seed's form: a list of one window)."),
+    rate: rateSchema.optional().describe("Window length: a duration string, a multiple of 10s from 60s to 24h."),
+    windows: windowsSchema
+      .optional()
+      .describe(
+        "Several windows instead of capacity + rate, decided all or nothing: [{capacity, rate}] sliding (1s to 744h) or [{capacity, period, offset?}] calendar quotas.",
+      ),
+    tiers: tiersSchema
+      .optional()
+      .describe(
+        "Alternatives by CEL condition, each with its own windows; the first that holds applies. The bucket stays the action's and key's, so a tier switch keeps the count.",
+      ),
+    cost: costSchema
+      .optional()
+      .describe("What one request costs: an integer 0 to 1000000 or a CEL expression yielding one; default 1. 0 checks without consuming."),
     bucket_key: z
       .array(
         z.string().refine((expression) => bucketKeyReader(expression) !== undefined, {
@@ -96,10 +109,33 @@ export const rateLimitConfig = z
       .default(false)
       .describe("true: responses carry RateLimit-Policy and RateLimit header fields for this action (the IETF draft); off by default, as ngrok sends none."),
   })
-  .refine((config) => !config.ratelimit_headers || config.name === undefined || isRateLimitPolicyName(config.name), {
-    path: ["name"],
-    message: `must be printable ASCII of at most ${MAX_RATELIMIT_POLICY_NAME} characters when ratelimit_headers is true (it names the policy in the RateLimit fields)`,
-  });
+  .superRefine((config, ctx) => {
+    if (config.windows === undefined && config.tiers === undefined) {
+      if (config.capacity === undefined) ctx.addIssue({ code: "custom", path: ["capacity"], message: "is required" });
+      if (config.rate === undefined) ctx.addIssue({ code: "custom", path: ["rate"], message: "is required" });
+    } else if (config.capacity !== undefined || config.rate !== undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: [config.capacity !== undefined ? "capacity" : "rate"],
+        message: "cannot be combined with windows or tiers: list the window in windows",
+      });
+    } else if (config.windows === undefined && config.tiers!.at(-1)?.when !== undefined) {
+      ctx.addIssue({ code: "custom", path: ["tiers"], message: "must end with a tier without when, or come with windows for requests no tier matches" });
+    }
+  })
+  .refine(
+    (config) => {
+      if (!config.ratelimit_headers || config.name === undefined) return true;
+      const labels = [config.windows ?? [], ...(config.tiers ?? []).map((tier) => tier.windows)].flatMap((windows) =>
+        windows.length > 1 ? windows.map(windowLabel) : [""],
+      );
+      return labels.every((label) => isRateLimitPolicyName(label ? `${config.name}/${label}` : config.name!));
+    },
+    {
+      path: ["name"],
+      message: `must be printable ASCII of at most ${MAX_RATELIMIT_POLICY_NAME} characters when ratelimit_headers is true (it names the policy in the RateLimit fields)`,
+    },
+  );
 
 /**
  * The 429 a rejected request gets: the envelope and headers `ServiceError.toResponse` renders, written
@@ -107,9 +143,10 @@ export const rateLimitConfig = z
  * fixed when the policy compiles (only retry-after and the operation id change per request); a test parses
  * it and compares it with the envelope.
  */
-function rateLimitedResponder(name: string, capacity: number, rate: string): (retryAfter: number) => Response {
+function rateLimitedResponder(name: string, capacity: number, rate: string, weighted: boolean): (retryAfter: number) => Response {
   // `"…Retry after ` and `s."`: JSON string text around the one number that changes.
-  const message = JSON.stringify(`Rate limit exceeded: more than ${capacity} requests in ${rate}. Retry after `).slice(0, -1);
+  const what = weighted ? `a cost of ${capacity}` : `${capacity} requests`;
+  const message = JSON.stringify(`Rate limit exceeded: more than ${what} in ${rate}. Retry after `).slice(0, -1);
   const head = `{"error_code":"ERR_SVC_${ErrorCode.rateLimited}","status_code":429,"msg":${message}`;
   const details = `s.","details":{"rate_limit":${JSON.stringify(name)},"retry_after":`;
   return (retryAfter) => {
@@ -133,13 +170,27 @@ export const rateLimitAction = defineAction({
   type: "rate-limit",
   config: rateLimitConfig,
   configOptional: false,
+  check(config, context) {
+    const planned = planLimits(config, config.name ?? context.position, context.phase);
+    return "plans" in planned ? undefined : planned;
+  },
   compile(config, context) {
     const name = config.name ?? context.position;
     const readers = (config.bucket_key ?? ["conn.client_ip"]).map((expression) => bucketKeyReader(expression)!);
-    const spec = { capacity: config.capacity, windowMs: parseDuration(config.rate)! };
-    const windowSeconds = spec.windowMs / 1000;
+    const planned = planLimits(config, name, context.phase);
+    if (!("plans" in planned)) throw new Error(`rate-limit compiled after its check failed: ${planned.message}`);
+    const { plans, cost } = planned;
     const { enforce, ratelimit_headers: headers } = config;
-    const rateLimited = rateLimitedResponder(name, spec.capacity, config.rate);
+    const weighted = !("fixed" in cost) || cost.fixed !== 1;
+    // One responder per window, its message fixed now: a flood answers it thousands of times a second.
+    const responders = new Map(
+      plans.flatMap((plan) =>
+        plan.windows.map((window): [PlannedWindow, (retryAfter: number) => Response] => [
+          window,
+          rateLimitedResponder(name, window.rule.capacity, window.label, weighted),
+        ]),
+      ),
+    );
     return {
       type: "rate-limit",
       async run(exchange, { counter, decisions }) {
@@ -147,7 +198,25 @@ export const rateLimitAction = defineAction({
         const key = parts.join(":");
         const vars = exchange.vars.rate_limit;
         vars.bucket_key = key;
-        const result = await counter.count({ scope: exchange.scope, action: name, key: JSON.stringify(parts) }, spec, exchange.afterResponse);
+        const plan = choosePlan(plans, exchange);
+        if (!plan) {
+          // No tier holds and none is unconditional: the schema refuses such a config, so this is never reached.
+          vars.limited = false;
+          return undefined;
+        }
+        const charged = costOf(cost, exchange);
+        const bucket = { scope: exchange.scope, action: name, key: JSON.stringify(parts) };
+        const result: CountResult =
+          typeof charged !== "number"
+            ? { ok: true, decision: invalidCost(plan) }
+            : await counter.count(
+                bucket,
+                "expression" in cost ? { windows: plan.rules, cost: charged, key: plan.key, weighted: true } : plan.fixed,
+                exchange.afterResponse,
+              );
+        const reported = result.ok && result.decision.windows ? closestToLimit(result.decision.windows) : 0;
+        const window = plan.windows[reported]!;
+        const now = Date.now();
         const event = (outcome: RateLimitOutcome, remaining: number, retryAfter: number, errorCode = ""): RateLimitEvent => ({
           scope: exchange.scope,
           action: name,
@@ -155,8 +224,8 @@ export const rateLimitAction = defineAction({
           bucketId: result.bucketId,
           enforce,
           outcome,
-          capacity: spec.capacity,
-          windowMs: spec.windowMs,
+          capacity: window.rule.capacity,
+          windowMs: windowSeconds(window.rule, now) * 1000,
           remaining,
           retryAfter,
           errorCode,
@@ -168,18 +237,39 @@ export const rateLimitAction = defineAction({
           return undefined;
         }
         const { decision } = result;
-        vars.error = { code: "", message: "" };
+        vars.error = typeof charged === "number" ? { code: "", message: "" } : { code: COST_ERROR, message: charged.error };
         vars.limited = !decision.allowed;
         const retryAfter = decision.allowed ? 0 : Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
         decisions?.rateLimit(event(outcomeOf(decision.allowed, enforce), decision.remaining, retryAfter));
-        if (headers) {
-          // t: when more quota is available; on a rejection exactly the retry-after, as the draft asks.
-          const resetSeconds = decision.allowed ? Math.max(1, Math.ceil(decision.refillMs / 1000)) : retryAfter;
-          (exchange.rateLimitFields ??= []).push({ policy: name, quota: spec.capacity, windowSeconds, remaining: decision.remaining, resetSeconds });
-        }
+        if (headers) pushFields(exchange, plan, decision, retryAfter, reported, now);
         if (decision.allowed || !enforce) return undefined;
-        return rateLimited(retryAfter);
+        return responders.get(window)!(retryAfter);
       },
     };
   },
 });
+
+/** `actions.svc.rate_limit.error.code` of a request whose cost is invalid (refused, counted nowhere). */
+export const COST_ERROR = "ERR_RATE_LIMIT_COST";
+
+/** A request whose cost is invalid is refused without counting: it waits the longest window and is told why. */
+function invalidCost(plan: LimitPlan): WindowDecision {
+  const wait = longestWindowMs(plan.rules);
+  return { allowed: false, remaining: 0, retryAfterMs: wait, resetMs: wait, refillMs: wait };
+}
+
+/**
+ * The RateLimit members of one decision: every window of the plan in RateLimit-Policy, the reported one (closest
+ * to its limit) also in RateLimit. `t`: when more quota is available; on a rejection exactly the retry-after.
+ */
+function pushFields(exchange: Exchange, plan: LimitPlan, decision: WindowDecision, retryAfter: number, reported: number, now: number): void {
+  const fields = (exchange.rateLimitFields ??= []);
+  plan.windows.forEach((window, index) => {
+    const part = decision.windows?.[index];
+    const remaining = decision.allowed ? (part?.remaining ?? decision.remaining) : 0;
+    const refillMs = part?.refillMs ?? decision.refillMs;
+    const resetSeconds = decision.allowed ? Math.max(1, Math.ceil(refillMs / 1000)) : retryAfter;
+    const field = { policy: window.policy, quota: window.rule.capacity, windowSeconds: windowSeconds(window.rule, now), remaining, resetSeconds };
+    fields.push(index === reported ? field : { ...field, policyOnly: true });
+  });
+}

@@ -1,0 +1,113 @@
+/**
+ * What a `rate-limit` action decides with, compiled once: its tiers (each a condition and windows; the top-level
+ * windows or capacity + rate last, without condition) and its cost (fixed, or a CEL expression evaluated per
+ * request and checked against the bounds).
+ */
+
+import type { WindowSpec } from "../../limiter/sliding-window.ts";
+import { isCalendar, type LimitSpec, MAX_COST, type WindowRule } from "../../limiter/window-rules.ts";
+import { type CompiledExpression, type CompiledValueExpression, compileExpression, compileValueExpression } from "../cel.ts";
+import { parseDuration } from "../duration.ts";
+import type { Exchange, Phase } from "../exchange.ts";
+import { ruleOf, type WindowDocument, windowLabel } from "./rate-limit-windows.ts";
+
+export interface PlannedWindow {
+  readonly rule: WindowRule;
+  /** The policy name in RateLimit fields: the action's name, followed by `/label` when a tier has several windows. */
+  readonly policy: string;
+  /** How 429 messages name the window: the rate as written, or the period. */
+  readonly label: string;
+}
+
+export interface LimitPlan {
+  /** Absent: applies to every request that reaches it. */
+  readonly when?: CompiledExpression;
+  readonly windows: readonly PlannedWindow[];
+  /** What the counter is asked at a fixed cost: the seed's WindowSpec for one sliding window at cost 1 without tiers. */
+  readonly fixed: WindowSpec | LimitSpec;
+  readonly rules: readonly WindowRule[];
+  /** Names the rules, so an isolate notices a tier switch (bucket-memory.ts `switchRules`). */
+  readonly key: string;
+}
+
+export interface RateLimitShape {
+  readonly capacity?: number;
+  readonly rate?: string;
+  readonly windows?: readonly WindowDocument[];
+  readonly tiers?: readonly { readonly when?: string; readonly windows: readonly WindowDocument[] }[];
+  readonly cost?: number | string;
+}
+
+type Located = { readonly path: ReadonlyArray<string | number>; readonly message: string };
+
+export type CostPlan = { readonly fixed: number } | { readonly expression: CompiledValueExpression };
+
+/** Tiers in order, then the fallback (windows, or capacity + rate), compiled; or the first CEL problem, located. */
+export function planLimits(config: RateLimitShape, name: string, phase: Phase): { plans: LimitPlan[]; cost: CostPlan } | Located {
+  let cost: CostPlan = { fixed: 1 };
+  if (typeof config.cost === "number") cost = { fixed: config.cost };
+  else if (typeof config.cost === "string") {
+    const compiled = compileValueExpression(config.cost, phase);
+    if (!compiled.ok) return { path: ["cost"], message: compiled.message };
+    cost = { expression: compiled.expression };
+  }
+  const plans: LimitPlan[] = [];
+  const fixedCost = "fixed" in cost ? cost.fixed : 1;
+  const alone = config.tiers === undefined;
+  for (const [index, tier] of (config.tiers ?? []).entries()) {
+    let when: CompiledExpression | undefined;
+    if (tier.when !== undefined) {
+      const compiled = compileExpression(tier.when, phase);
+      if (!compiled.ok) return { path: ["tiers", index, "when"], message: compiled.message };
+      when = compiled.expression;
+    }
+    plans.push(plan(tier.windows, name, fixedCost, false, when));
+  }
+  const fallback =
+    config.windows ?? (config.capacity !== undefined && config.rate !== undefined ? [{ capacity: config.capacity, rate: config.rate }] : undefined);
+  if (fallback) plans.push(plan(fallback, name, fixedCost, alone && "fixed" in cost));
+  return { plans, cost };
+}
+
+function plan(documents: readonly WindowDocument[], name: string, cost: number, mayBeSeed: boolean, when?: CompiledExpression): LimitPlan {
+  const windows = documents.map((document) => ({
+    rule: ruleOf(document),
+    policy: documents.length > 1 ? `${name}/${windowLabel(document)}` : name,
+    label: windowLabel(document),
+  }));
+  const rules = windows.map((window) => window.rule);
+  const key = JSON.stringify(rules);
+  const [only] = rules;
+  const seed = mayBeSeed && cost === 1 && rules.length === 1 && only !== undefined && !isCalendar(only) && only.windowMs >= 60_000;
+  return { when, windows, rules, key, fixed: seed ? (only as WindowSpec) : { windows: rules, cost, key } };
+}
+
+/** The plan that applies: the first whose condition holds (an evaluation error counts as false, as in entries). */
+export function choosePlan(plans: readonly LimitPlan[], exchange: Exchange): LimitPlan | undefined {
+  for (const plan of plans) {
+    if (!plan.when) return plan;
+    if (plan.when.evaluate(exchange) === true) return plan;
+  }
+  return undefined;
+}
+
+/** The cost of this request, or why it has none: an error, a value that is not an integer, or one out of 0 … MAX_COST. */
+export function costOf(cost: CostPlan, exchange: Exchange): number | { error: string } {
+  if ("fixed" in cost) return cost.fixed;
+  const value = cost.expression.evaluate(exchange);
+  if (typeof value === "bigint") {
+    if (value >= 0n && value <= BigInt(MAX_COST)) return Number(value);
+    return { error: `cost ${value} is outside 0 to ${MAX_COST}` };
+  }
+  if (typeof value === "number") {
+    if (Number.isInteger(value) && value >= 0 && value <= MAX_COST) return value;
+    return { error: `cost ${value} is not an integer from 0 to ${MAX_COST}` };
+  }
+  if (value !== null && typeof value === "object" && "error" in value && typeof value.error === "string") return { error: `cost: ${value.error}` };
+  return { error: `cost must be an int, got ${typeof value === "string" ? "a string" : typeof value}` };
+}
+
+/** Milliseconds a refused request is told to wait when its cost is invalid: the longest window (never admitted as is). */
+export function longestWindowMs(rules: readonly WindowRule[]): number {
+  return Math.max(...rules.map((rule) => (isCalendar(rule) ? parseDuration("744h")! : rule.windowMs)));
+}
