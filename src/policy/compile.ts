@@ -102,14 +102,14 @@ export function compilePolicy(value: unknown, options: CompileOptions = {}): Com
             message: `exceeds the limit of ${MAX_RATELIMIT_HEADER_ACTIONS} rate-limit actions with ratelimit_headers per policy`,
           });
         }
-        const problem = definition.check?.(config, { phase, position });
+        const problem = definition.check?.(config, { phase, position, origin: options.origin });
         if (problem) {
           const path = [...documentPath, "actions", actionIndex, "config", ...problem.path];
           issues.push({ ...place(path), path, message: problem.message });
           // The policy does not load; compiling what the check refused could only fail.
           return { type: action.type, run: () => undefined };
         }
-        return definition.compile(config, { phase, position });
+        return definition.compile(config, { phase, position, origin: options.origin });
       });
       return Object.freeze({ name: entry.name, expressions, actions });
     });

@@ -49,12 +49,14 @@ export function tunnelTarget(
     policy,
     internal: accountTunnels(env, services, claim.accountId),
     async forward(original, exchange) {
-      // The Host the local service sees is the one the client asked for, also after a forward-internal.
+      // The Host the local service sees is the one the client asked for, also after a forward-internal, unless
+      // the tunnel's policy set another (add-headers host: localhost, as ngrok's examples do for local servers).
       const url = exchange.request.url;
+      const host = exchange.request.headers.get("host") || url.host;
       // one string, not five searchParams.set calls (each re-serializes the whole URL)
       const relay =
         `https://tunnel-session${RELAY_PATH}?tunnel=${encodeURIComponent(claim.tunnelId)}&target=${encodeURIComponent(url.pathname + url.search)}` +
-        `&client=${encodeURIComponent(exchange.clientIp)}&scheme=${encodeURIComponent(url.protocol.replace(":", ""))}&host=${encodeURIComponent(url.host)}`;
+        `&client=${encodeURIComponent(exchange.clientIp)}&scheme=${encodeURIComponent(url.protocol.replace(":", ""))}&host=${encodeURIComponent(host)}`;
       const session = env.TUNNEL_SESSION.get(services.hosts.sessionId(label, claim, () => env.TUNNEL_SESSION.idFromName(claim.sessionId)));
       // the local service gets the client's Accept-Encoding, not the one the platform put in its place
       const headers = clientRequestHeaders(exchange.request.headers, original.cf);

@@ -21,9 +21,13 @@ interface Refusal {
 }
 
 const LOADS = "loads";
+/** Loads as a tunnel's policy; a route's (a committed file) is refused, as the refusal says. */
+interface TenantOnly {
+  readonly tenantOnly: Refusal;
+}
 
 /** Every fixture, and what it must do at load. A fixture missing here (or an entry without a file) fails. */
-const EXPECTED: Readonly<Record<string, typeof LOADS | Refusal>> = {
+const EXPECTED: Readonly<Record<string, typeof LOADS | Refusal | TenantOnly>> = {
   "forward-binding-internal.yaml": LOADS,
   "forward-by-cookie.yaml": LOADS,
   "forward-by-host.yaml": LOADS,
@@ -56,7 +60,12 @@ const EXPECTED: Readonly<Record<string, typeof LOADS | Refusal>> = {
     why: "Workers see requests, not when their connection started: there is no conn.ts.start",
     says: [/conn\.ts.*Workers/],
   },
-  "headers-rewrite-host.yaml": LOADS,
+  "headers-rewrite-host.yaml": {
+    tenantOnly: {
+      why: "Workers send a route's upstream the host of its URL: fetch cannot set Host (a tunnel's agent can)",
+      says: [/on_http_request\[0\]\.actions\[0\]\.config\.headers\.host: cannot set the Host a route's upstream receives/],
+    },
+  },
   "ips-allow-and-deny.yaml": LOADS,
   "ips-allow-bare-address.yaml": LOADS,
   "ips-allow-default-enforce.yaml": LOADS,
@@ -187,7 +196,7 @@ describe("ngrok's documented examples", () => {
 
   const refused = fixtures.flatMap((name) => {
     const expected = EXPECTED[name];
-    return expected === LOADS || expected === undefined ? [] : [{ name, ...expected }];
+    return expected === LOADS || expected === undefined || "tenantOnly" in expected ? [] : [{ name, ...expected }];
   });
   it.each(refused)("$name is refused because $why", ({ name, says }) => {
     const { tenant, operator } = loadBothWays(name);
@@ -204,5 +213,15 @@ describe("ngrok's documented examples", () => {
           `${pattern} in ${messages.join("\n")}`,
         ).toBe(true);
     }
+  });
+
+  const tenantOnly = fixtures.flatMap((name) => {
+    const expected = EXPECTED[name];
+    return typeof expected === "object" && "tenantOnly" in expected ? [{ name, ...expected.tenantOnly }] : [];
+  });
+  it.each(tenantOnly)("$name loads as a tenant's policy; as a route's it is refused because $why", ({ name, says }) => {
+    const { tenant, operator } = loadBothWays(name);
+    expect(tenant).toEqual([]);
+    for (const pattern of says) expect(operator.some((message) => pattern.test(message)), operator.join("\n")).toBe(true);
   });
 });

@@ -7,6 +7,11 @@ export interface ActionContext {
   readonly phase: Phase;
   /** Default bucket/action name when the config gives none: its position, e.g. `inbound[0].actions[1]`. */
   readonly position: string;
+  /**
+   * Who wrote the policy: an operator (a file under policies/, run by a route) or a tenant (sent with a
+   * tunnel). Absent: a tenant.
+   */
+  readonly origin?: "tenant" | "operator";
 }
 
 export interface CompiledAction {

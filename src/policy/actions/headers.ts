@@ -40,6 +40,15 @@ export const addHeadersAction = defineAction({
   config: addHeadersConfig,
   configOptional: false,
   check(config, context) {
+    const host = Object.keys(config.headers).find((name) => name.toLowerCase() === "host");
+    if (host !== undefined && context.phase === "inbound" && context.origin === "operator") {
+      return {
+        path: ["headers", host],
+        message:
+          "cannot set the Host a route's upstream receives: Workers sends the host of the upstream URL and fetch cannot change it. " +
+          "Point the route's upstream at that host instead (upstream: http://localhost:8080); a tunnel's policy may set host",
+      };
+    }
     const compiled = addHeadersFields(config, context);
     return compiled.ok ? undefined : { path: compiled.path, message: compiled.message };
   },

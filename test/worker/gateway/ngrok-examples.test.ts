@@ -107,10 +107,6 @@ describe("add-headers and remove-headers examples", () => {
     expect((await seenUpstream(routes, to("headers-client-ip", "/", { clientIp: "198.51.100.23" }))).headers["x-client-ip"]).toBe("198.51.100.23");
   });
 
-  it("host: localhost arrives upstream", async () => {
-    expect((await seenUpstream(routes, to("headers-rewrite-host"))).headers.host).toBe("localhost");
-  });
-
   it("X-Test added and X-Remove-Me removed on the way upstream", async () => {
     const seen = await seenUpstream(routes, to("headers-add-and-remove-request", "/", { headers: { "x-remove-me": "secret" } }));
     expect([seen.headers["x-test"], seen.headers["x-remove-me"]]).toEqual(["123", undefined]);
