@@ -124,6 +124,8 @@ export interface CompiledValueExpression {
   readonly source: string;
   /** Distinct matches() patterns, compiled and kept with the expression. */
   readonly patterns: number;
+  /** The type the load-time checker gives the result (`dyn` when only the request can tell). */
+  readonly type: Type;
   /** The value; an evaluation error (a missing key, the budget spent) is returned as a message. */
   evaluate(exchange: Exchange, bindings?: Bindings): CelValue | { error: string };
 }
@@ -137,12 +139,13 @@ export type CompileValueExpressionResult = { ok: true; expression: CompiledValue
 export function compileValueExpression(source: string, phase: Phase): CompileValueExpressionResult {
   const prepared = prepare(source, phase);
   if (!prepared.ok) return prepared;
-  const { program, patterns } = prepared;
+  const { program, patterns, type } = prepared;
   return {
     ok: true,
     expression: {
       source,
       patterns: patterns.size,
+      type,
       evaluate(exchange, bindings) {
         const result = run(program, patterns, exchange, bindings);
         if (isCelError(result)) return { error: result.message };
