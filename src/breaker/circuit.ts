@@ -1,5 +1,6 @@
 /**
- * The circuit breaker as pure functions over plain state, with the clock passed in.
+ * The circuit breaker as pure functions over plain state, with the clock passed in: the one window and state
+ * machine behind both ways to configure a breaker (a route's circuit_breaker module, the circuit-breaker action).
  *
  * Closed: requests pass and their outcomes fill a rolling window of `numBuckets` buckets. When the
  * window holds at least `volumeThreshold` outcomes and the error share reaches
@@ -110,4 +111,9 @@ export function record(state: BreakerState, now: number, spec: BreakerSpec, outc
     return { status: "open", buckets: [], openedAt: now, probeSince: 0 };
   }
   return { ...state, buckets: next };
+}
+
+/** An upstream answer that counts as an error: status ≥ 500 (an unreachable origin and a timeout arrive as 502 and 504). */
+export function isUpstreamError(status: number): boolean {
+  return status >= 500;
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { BreakerMemory, MAX_REMEMBERED_BREAKERS } from "../../src/gateway/modules/breaker-memory.ts";
-import type { BreakerView } from "../../src/gateway/modules/circuit.ts";
+import type { BreakerView } from "../../src/breaker/circuit.ts";
 
 const closed: BreakerView = { status: "closed", requests: 3, errors: 1, openUntil: 0 };
 const openUntil = (until: number): BreakerView => ({ status: "open", requests: 0, errors: 0, openUntil: until });

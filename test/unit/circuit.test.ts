@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { admit, closedCircuit, record, view, type BreakerSpec, type BreakerState } from "../../src/gateway/modules/circuit.ts";
+import { admit, closedCircuit, record, view, type BreakerSpec, type BreakerState } from "../../src/breaker/circuit.ts";
 
 const spec: BreakerSpec = { trippedMs: 10_000, rollingWindowMs: 10_000, numBuckets: 10, volumeThreshold: 4, errorThresholdPercentage: 0.5 };
 

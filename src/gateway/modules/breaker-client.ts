@@ -1,44 +1,64 @@
 /**
- * Applies a route's circuit breaker around its upstream. The circuit lives in a CircuitBreaker
- * Durable Object per (ingress instance, route); the isolate's BreakerMemory remembers "open until T" so
- * that, while tripped, requests are rejected without calling the object or the upstream.
+ * Applies circuit breakers around upstreams: a route's circuit_breaker module, and the circuit-breaker actions
+ * of traffic policies. Each circuit lives in a CircuitBreaker Durable Object per (ingress instance, route or
+ * policy action); the isolate's BreakerMemory remembers "open until T" so that, while tripped, requests are
+ * rejected without calling the object or the upstream. One path for both: `enterCircuit`.
  */
 
 import type { Env } from "../../env.ts";
-import { errorAnswer } from "../../error-answer.ts";
-import { ErrorCode, ServiceError } from "../../errors.ts";
+import type { AfterResponse } from "../../policy/exchange.ts";
+import { isUpstreamError, type BreakerSpec, type BreakerStatus } from "../../breaker/circuit.ts";
+import type { CircuitBreakers, CircuitPassage } from "../../breaker/circuits.ts";
+import { circuitOpenAnswer } from "../../breaker/open-answer.ts";
 import type { BreakerMemory } from "./breaker-memory.ts";
-import type { BreakerSpec, BreakerView } from "./circuit.ts";
 
-const BREAKER_STATE_HEADER = "x-tollgate-circuit";
-
-/** ERR_SVC_303: the route's upstream failed often enough that the gateway stopped calling it for a while. */
-function circuitOpenAdvice(retryAfter: number) {
+/**
+ * Whether a request may pass circuit `name` (`label`: how logs name it). `afterResponse`: where recording a
+ * non-probe outcome goes; absent, `report` answers a promise for every outcome.
+ */
+export async function enterCircuit(
+  env: Env,
+  afterResponse: AfterResponse | undefined,
+  memory: BreakerMemory,
+  name: string,
+  label: string,
+  spec: BreakerSpec,
+): Promise<CircuitPassage> {
+  const known = memory.consult(name);
+  if (known.kind === "reject") return { open: true, view: known.view, now: memory.now() };
+  const stub = env.CIRCUIT_BREAKER.get(env.CIRCUIT_BREAKER.idFromName(name));
+  let probe = false;
+  let state: BreakerStatus = "closed";
+  if (known.kind === "ask") {
+    const now = memory.now();
+    let decided: Awaited<ReturnType<typeof stub.admit>>;
+    try {
+      decided = await stub.admit(spec, label, now);
+    } catch (error) {
+      // The breaker protects the upstream; it must not become the outage. Without its object, pass.
+      console.error(`circuit breaker ${label}: unavailable, request passes: ${(error as Error).message}`);
+      return { open: false, state: "unavailable", report: () => undefined };
+    }
+    const { admission, view } = decided;
+    memory.learn(name, view);
+    if (!admission.allowed) return { open: true, view: { ...view, openUntil: now + admission.retryAfterMs }, now };
+    probe = admission.probe;
+    state = view.status;
+  }
   return {
-    title: "This service is pausing after errors",
-    steps: [
-      `The server behind this address failed too many requests, so the gateway is not sending it any for now. Try again in ${retryAfter} seconds.`,
-      "If you run this gateway: the route's circuit_breaker module opened; check the upstream's errors. One trial request after tripped_duration closes the circuit again when it succeeds.",
-    ],
+    open: false,
+    state,
+    report(upstreamStatus) {
+      const recorded = stub.record(spec, label, { error: isUpstreamError(upstreamStatus), probe }, memory.now()).then(
+        (view) => memory.learn(name, view),
+        (error) => console.error(`circuit breaker ${label}: recording failed: ${(error as Error).message}`),
+      );
+      // A probe's outcome must be known before the next request decides; other outcomes need not delay the answer.
+      if (probe || !afterResponse) return recorded;
+      afterResponse.waitUntil(recorded);
+      return undefined;
+    },
   };
-}
-
-function rejection(routeLabel: string, view: BreakerView, now: number, request?: Request): Response {
-  const retryAfter = Math.max(1, Math.ceil((view.openUntil - now) / 1000));
-  const error = new ServiceError(
-    503,
-    ErrorCode.circuitOpen,
-    `The circuit breaker of route ${routeLabel} is open after too many upstream errors; the upstream is not called. Retry after ${retryAfter}s.`,
-    { circuit: view.status, retry_after: retryAfter },
-    { "retry-after": String(retryAfter), [BREAKER_STATE_HEADER]: view.status },
-    circuitOpenAdvice(retryAfter),
-  );
-  return request ? errorAnswer(error, request) : error.toResponse();
-}
-
-/** An upstream answer that counts as an error: status ≥ 500 (connection failures and timeouts arrive as 502/504). */
-export function isUpstreamError(response: Response): boolean {
-  return response.status >= 500;
 }
 
 /**
@@ -55,31 +75,22 @@ export async function withCircuitBreaker(
   call: () => Promise<Response>,
   request?: Request,
 ): Promise<Response> {
-  const name = JSON.stringify([ingress, routeLabel]);
-  const stub = env.CIRCUIT_BREAKER.get(env.CIRCUIT_BREAKER.idFromName(name));
-  const known = memory.consult(name);
-  if (known.kind === "reject") return rejection(routeLabel, known.view, memory.now(), request);
-  let probe = false;
-  if (known.kind === "ask") {
-    const now = memory.now();
-    let decided: Awaited<ReturnType<typeof stub.admit>>;
-    try {
-      decided = await stub.admit(spec, routeLabel, now);
-    } catch (error) {
-      // The breaker protects the upstream; it must not become the outage. Without its object, pass.
-      console.error(`circuit breaker ${routeLabel}: unavailable, request passes: ${(error as Error).message}`);
-      return call();
-    }
-    const { admission, view } = decided;
-    memory.learn(name, view);
-    if (!admission.allowed) return rejection(routeLabel, { ...view, openUntil: now + admission.retryAfterMs }, now, request);
-    probe = admission.probe;
+  const passage = await enterCircuit(env, ctx, memory, JSON.stringify([ingress, routeLabel]), routeLabel, spec);
+  if (passage.open) {
+    return circuitOpenAnswer({ of: `route ${routeLabel}`, configuredBy: "the route's circuit_breaker module" }, passage.view, passage.now, request);
   }
   const response = await call();
-  const outcome = { error: isUpstreamError(response), probe };
-  const recorded = stub.record(spec, routeLabel, outcome, memory.now()).then((view) => memory.learn(name, view));
-  // A probe's outcome must be known before the next request decides; other outcomes need not delay the answer.
-  if (probe) await recorded;
-  else ctx.waitUntil(recorded.catch((error) => console.error(`circuit breaker ${routeLabel}: recording failed: ${(error as Error).message}`)));
+  await passage.report(response.status);
   return response;
+}
+
+/**
+ * The circuits of traffic policies' circuit-breaker actions in ingress instance `ingress`. A circuit is named by
+ * its scope (a route, or a tunnel: tunnel ids are random and never reused, so no two accounts share one) and the
+ * action's position; three names where a module's has two, so an action never shares a route module's circuit.
+ */
+export function policyCircuits(env: Env, afterResponse: AfterResponse | undefined, memory: BreakerMemory, ingress: string): CircuitBreakers {
+  return {
+    enter: ({ scope, action }, spec) => enterCircuit(env, afterResponse, memory, JSON.stringify([ingress, scope, action]), `${scope} ${action}`, spec),
+  };
 }
