@@ -2,10 +2,12 @@
  * A bucket's row: the seed's form (one sliding window: its length and sub-windows) or several windows by key
  * (several-windows.ts), how one take changes it, and its text in the object's table. A bucket holding one
  * sliding window is written in the seed's form, so rows written before several windows existed read as they did.
+ * A row may also keep reservations whose cost the response settles later (settle.ts); it is then in the windows form.
  */
 
 import { CALENDAR_PERIODS, type CalendarState, MAX_OFFSET_MINUTES } from "./calendar-period.ts";
 import { decideWindows, isStoredCalendar, type StoredWindow, storedExpiry } from "./several-windows.ts";
+import { openReservations, RESERVATION_ID, type Reservation, reservationExpiry, settleReservation } from "./settle.ts";
 import { emptyWindow, expiresAt, type LeaseDecision, type LeaseReturn, take, type WindowSpec, type WindowState } from "./sliding-window.ts";
 import { calendarOfKey, isCalendar, MAX_COST, MAX_WINDOW_MS, MAX_WINDOWS, type WindowRule, windowKey } from "./window-rules.ts";
 
@@ -17,6 +19,8 @@ export interface SeedRow {
 }
 export interface WindowsRow {
   readonly windows: readonly StoredWindow[];
+  /** Admitted requests whose response may still settle their cost, oldest first. */
+  readonly reservations?: readonly Reservation[];
 }
 
 /** Windows a row keeps: those of the rules deciding it, and others still counting (another tier's), up to this many. */
@@ -35,12 +39,33 @@ export interface TakeRequest {
   readonly windows?: readonly WindowRule[];
   /** The request's cost, 0 … MAX_COST; default 1. */
   readonly cost?: number;
+  /** Admitted, the cost is a reservation with this id, which one later settle may replace (settle.ts). */
+  readonly reserve?: string;
+}
+
+/** A reservation's settle, as an isolate sends it after the response: bucket `id`, reservation, settled cost. */
+export interface SettleRequest {
+  readonly id: string;
+  readonly reservation: string;
+  readonly cost: number;
 }
 
 export const emptyRow: BucketRow = { windowMs: 0, state: emptyWindow };
 
 function isSeedRow(row: BucketRow): row is SeedRow {
   return "state" in row;
+}
+
+function reservationsOf(row: BucketRow): readonly Reservation[] {
+  return isSeedRow(row) ? [] : (row.reservations ?? []);
+}
+
+/** `row` keeping `reservations` (open at `now`): in the windows form when there are any, else as it is. */
+function withReservations(row: BucketRow, reservations: readonly Reservation[], now: number): BucketRow {
+  const open = openReservations(reservations, now);
+  if (open.length === 0) return isSeedRow(row) || row.reservations === undefined ? row : rowOf(row.windows, new Map(), now);
+  const windows = isSeedRow(row) ? [...windowsOf(row).values()] : row.windows;
+  return { windows, reservations: open };
 }
 
 /** The windows of a row by key. */
@@ -72,6 +97,31 @@ function rowOf(decided: readonly StoredWindow[], others: ReadonlyMap<string, Sto
  * `changed`: whether the row must be written.
  */
 export function decideRow(row: BucketRow, request: TakeRequest, now: number): { decision: LeaseDecision; row: BucketRow; changed: boolean } {
+  const decided = decideWindowsOfRow(row, request, now);
+  const reservations = reservationsOf(row);
+  if (request.reserve === undefined && reservations.length === 0) return decided;
+  const rules = request.windows ?? (request.spec ? [request.spec] : []);
+  const reserved =
+    request.reserve !== undefined && decided.decision.allowed
+      ? [...reservations, { id: request.reserve, at: now, cost: request.cost ?? 1, keys: rules.map(windowKey) }]
+      : reservations;
+  const changed = decided.changed || reserved !== reservations;
+  return { ...decided, row: withReservations(decided.row, reserved, now), changed };
+}
+
+/**
+ * Settles one reservation of the row at `now` (settle.ts); `applied` false, and the row unchanged, when it has no
+ * open reservation of that id (settled already, expired, or never made).
+ */
+export function settleRow(row: BucketRow, request: SettleRequest, now: number): { row: BucketRow; applied: boolean } {
+  const reservations = reservationsOf(row);
+  if (!reservations.some((reservation) => reservation.id === request.reservation)) return { row, applied: false };
+  const settled = settleReservation(windowsOf(row), reservations, request.reservation, request.cost, now);
+  if (!settled.applied) return { row, applied: false };
+  return { row: withReservations(rowOf([], settled.windows, now), settled.reservations, now), applied: true };
+}
+
+function decideWindowsOfRow(row: BucketRow, request: TakeRequest, now: number): { decision: LeaseDecision; row: BucketRow; changed: boolean } {
   const rules = request.windows ?? (request.spec ? [request.spec] : []);
   const cost = request.cost ?? 1;
   const [first] = rules;
@@ -105,17 +155,16 @@ export function decideRow(row: BucketRow, request: TakeRequest, now: number): { 
 export function rowExpiry(row: BucketRow): number | undefined {
   if (isSeedRow(row)) return expiresAt(row.state, row.windowMs);
   let latest: number | undefined;
-  for (const stored of row.windows) {
-    const expires = storedExpiry(stored);
-    if (expires !== undefined && (latest === undefined || expires > latest)) latest = expires;
-  }
+  const expiries = [...row.windows.map(storedExpiry), ...(row.reservations ?? []).map(reservationExpiry)];
+  for (const expires of expiries) if (expires !== undefined && (latest === undefined || expires > latest)) latest = expires;
   return latest;
 }
 
 /**
  * The row as the table stores it: `window_ms` and `state`. The seed's form: the window length and its
  * sub-windows flat, [start, end, count, …] (a third of the JSON of the objects). Several windows: `window_ms` 0
- * and one list per window, its key first: ["s60000", start, end, count, …] or ["month+0", start, end, count].
+ * and one list per window, its key first: ["s60000", start, end, count, …] or ["month+0", start, end, count]; then,
+ * when it keeps reservations, ["r", id, at, cost, "s60000 month+0", …] (the keys of each reservation's windows).
  */
 export function encodeRow(row: BucketRow): { windowMs: number; text: string } {
   if (isSeedRow(row)) return { windowMs: row.windowMs, text: JSON.stringify(row.state.subWindows.flatMap((sub) => [sub.start, sub.end, sub.count])) };
@@ -124,7 +173,16 @@ export function encodeRow(row: BucketRow): { windowMs: number; text: string } {
       ? [stored.key, stored.calendar.start, stored.calendar.end, stored.calendar.count]
       : [stored.key, ...stored.state.subWindows.flatMap((sub) => [sub.start, sub.end, sub.count])],
   );
-  return { windowMs: 0, text: JSON.stringify(lists) };
+  const reservations = (row.reservations ?? []).flatMap((reservation) => [reservation.id, reservation.at, reservation.cost, reservation.keys.join(" ")]);
+  return { windowMs: 0, text: JSON.stringify(reservations.length > 0 ? [...lists, ["r", ...reservations]] : lists) };
+}
+
+function reservationsIn(list: readonly unknown[]): Reservation[] {
+  const reservations: Reservation[] = [];
+  for (let i = 1; i + 3 < list.length; i += 4) {
+    reservations.push({ id: String(list[i]), at: list[i + 1] as number, cost: list[i + 2] as number, keys: String(list[i + 3]).split(" ") });
+  }
+  return reservations;
 }
 
 function subWindowsOf(flat: readonly unknown[], from: number): WindowState {
@@ -137,22 +195,38 @@ export function decodeRow(windowMs: number, text: string): BucketRow {
   const parsed = JSON.parse(text) as unknown[];
   if (windowMs > 0) return { windowMs, state: subWindowsOf(parsed, 0) };
   const windows: StoredWindow[] = [];
+  let reservations: Reservation[] | undefined;
   for (const list of parsed as unknown[][]) {
     const key = String(list[0]);
+    if (key === "r") {
+      reservations = reservationsIn(list);
+      continue;
+    }
     const calendar = calendarOfKey(key);
     if (calendar) {
       const [, start, end, count] = list as [string, number, number, number];
       windows.push({ key, calendar: { start, end, count } satisfies CalendarState });
     } else windows.push({ key, windowMs: Number(key.slice(1)), state: subWindowsOf(list, 1) });
   }
-  return { windows };
+  return reservations ? { windows, reservations } : { windows };
+}
+
+function isCost(cost: unknown): boolean {
+  return Number.isInteger(cost) && (cost as number) >= 0 && (cost as number) <= MAX_COST;
+}
+
+const RESERVATION_PROBLEM = "a reservation id is 1 to 64 letters, digits, - or _";
+
+/** Why the object will not settle a reservation (undefined: it will). */
+export function settleProblem(request: SettleRequest): string | undefined {
+  if (!isCost(request.cost)) return `a settled cost is an integer from 0 to ${MAX_COST}`;
+  return typeof request.reservation === "string" && RESERVATION_ID.test(request.reservation) ? undefined : RESERVATION_PROBLEM;
 }
 
 /** Why the object will not decide a take's windows or cost (undefined: it will). Bounds a wrong caller's work. */
 export function takeProblem(request: TakeRequest): string | undefined {
-  if (request.cost !== undefined && !(Number.isInteger(request.cost) && request.cost >= 0 && request.cost <= MAX_COST)) {
-    return `a cost is an integer from 0 to ${MAX_COST}`;
-  }
+  if (request.cost !== undefined && !isCost(request.cost)) return `a cost is an integer from 0 to ${MAX_COST}`;
+  if (request.reserve !== undefined && !(typeof request.reserve === "string" && RESERVATION_ID.test(request.reserve))) return RESERVATION_PROBLEM;
   if (request.windows === undefined) return request.spec === undefined ? "a take has a window" : undefined;
   if (!Array.isArray(request.windows) || request.windows.length < 1 || request.windows.length > MAX_WINDOWS) return `a take has 1 to ${MAX_WINDOWS} windows`;
   for (const rule of request.windows) {

@@ -8,10 +8,10 @@
  * from its alarm. The storage and the clock are passed in.
  */
 
-import { type BucketRow, decideRow, emptyRow, rowExpiry, type TakeRequest } from "./bucket-row.ts";
+import { type BucketRow, decideRow, emptyRow, rowExpiry, type SettleRequest, settleRow, type TakeRequest } from "./bucket-row.ts";
 import type { LeaseDecision } from "./sliding-window.ts";
 
-export type { BucketRow, SeedRow, TakeRequest } from "./bucket-row.ts";
+export type { BucketRow, SeedRow, SettleRequest, TakeRequest } from "./bucket-row.ts";
 
 /** Where rows live: the object's SQLite table (limiter-object.ts), or a Map in tests. */
 export interface RowStore {
@@ -66,6 +66,26 @@ export class BucketTable {
       return decision;
     });
     return { decisions, changed };
+  }
+
+  /**
+   * Settles reservations, in order, at `now` (settle.ts): `applied[i]` false when request i found no open
+   * reservation of its id (a duplicate, or one that expired), which changes nothing. As with `decide`, a settle
+   * exists only in memory until the `flush` that follows it succeeded.
+   */
+  settle(requests: readonly SettleRequest[], now: number): { applied: boolean[]; changed: boolean } {
+    let changed = false;
+    const applied = requests.map((request) => {
+      const before = this.rowOf(request.id);
+      const { row, applied: done } = settleRow(before, request, now);
+      this.remember(request.id, row);
+      if (done) {
+        this.pending.set(request.id, row);
+        changed = true;
+      }
+      return done;
+    });
+    return { applied, changed };
   }
 
   /**
