@@ -10,9 +10,9 @@ import type { EdgeDirectory, ManagementEnv } from "./context.ts";
 import { handleError, notFoundOrMethodNotAllowed, operationId, type ServedOperation } from "./error-handler.ts";
 import { serveOpenApi } from "./openapi.ts";
 import { pathPattern } from "./operation.ts";
-import { botUsersRouter } from "./routes/bot-users.ts";
 import { edgeRouteModulesRouter } from "./routes/edge-route-modules.ts";
 import { httpsEdgesRouter } from "./routes/https-edges.ts";
+import { botUsersRouter, serviceUsersRouter } from "./routes/service-users.ts";
 import { tunnelSessionsRouter } from "./routes/tunnel-sessions.ts";
 import { tunnelsRouter } from "./routes/tunnels.ts";
 import { serviceVersion } from "./version.ts";
@@ -32,6 +32,7 @@ export function createManagementApp({ edges }: ManagementDeps): OpenAPIHono<Mana
   api.use(operationId());
   serveOpenApi(api);
   api.use(apiKeyAuth(), serviceVersion());
+  api.route("/", serviceUsersRouter);
   api.route("/", botUsersRouter);
   api.route("/", edgeRouteModulesRouter);
   api.route("/", tunnelsRouter);

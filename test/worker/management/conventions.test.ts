@@ -169,6 +169,11 @@ describe("OpenAPI", () => {
         "GET /bot_users/{id}",
         "PATCH /bot_users/{id}",
         "DELETE /bot_users/{id}",
+        "POST /service_users",
+        "GET /service_users",
+        "GET /service_users/{id}",
+        "PATCH /service_users/{id}",
+        "DELETE /service_users/{id}",
         "PUT /edges/https/{edge_id}/routes/{id}/circuit_breaker",
         "GET /edges/https/{edge_id}/routes/{id}/circuit_breaker",
         "DELETE /edges/https/{edge_id}/routes/{id}/circuit_breaker",
@@ -197,6 +202,12 @@ describe("OpenAPI", () => {
         expect.objectContaining({ name: "Ngrok-Version", in: "header" }),
       ]),
     );
+    // ngrok deprecated bot users in favor of service users: the same store, documented under both names.
+    expect(Object.keys(document.components.schemas.ServiceUserList.properties ?? {}).sort()).toEqual(["next_page_uri", "service_users", "uri"]);
+    expect(Object.keys(document.components.schemas.BotUserList.properties ?? {}).sort()).toEqual(["bot_users", "next_page_uri", "uri"]);
+    const deprecated = (path: string) => Object.values(document.paths[path]).map((method) => (method as { deprecated?: boolean }).deprecated ?? false);
+    expect(deprecated("/bot_users/{id}")).toEqual([true, true, true]);
+    expect(deprecated("/service_users/{id}")).toEqual([false, false, false]);
   });
 });
 

@@ -90,8 +90,16 @@ export interface BotUserList {
   next_page_uri: string | null;
 }
 
+/** The two paths of the one store of service users: ngrok's current name, and its former one. */
+export type UsersPath = "/service_users" | "/bot_users";
+
+/** A service user created through `path` (either serves the same store). */
+export function createUser(path: UsersPath, name: string, key: TestKeyName = "dev", active?: boolean): Promise<BotUser> {
+  return callJson<BotUser>("POST", path, 201, { key, json: active === undefined ? { name } : { name, active } });
+}
+
 export function createBotUser(name: string, key: TestKeyName = "dev", active?: boolean): Promise<BotUser> {
-  return callJson<BotUser>("POST", "/bot_users", 201, { key, json: active === undefined ? { name } : { name, active } });
+  return createUser("/bot_users", name, key, active);
 }
 
 export const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;

@@ -14,6 +14,8 @@ export const TEST_KEYS = {
   devPaging: { account: "acct_dev", key: "tgk_test_dev_paging_0000000000000000" },
   devFlood: { account: "acct_dev", key: "tgk_test_dev_flood_00000000000000000" },
   devClient: { account: "acct_dev", key: "tgk_test_dev_client_0000000000000000" },
+  /** The `dev` of the /service_users run of the tests both user paths share (each run in its own bucket). */
+  devServiceUsers: { account: "acct_dev", key: "tgk_test_dev_service_users_000000000" },
   /** Another account, for isolation tests. */
   other: { account: "acct_other", key: "tgk_test_other_account_000000000000" },
   /** An account whose host quota a test fills on purpose. */
