@@ -25,6 +25,12 @@ export const ErrorCode = {
   upstreamTimeout: 304,
   /** A webhook failed verify-webhook (ngrok's ERR_NGROK_3204); its body too large to verify answers 413 with it. */
   webhookUnverified: 3204,
+  /** jwt-validation: the token is not valid (ngrok's ERR_NGROK_3401, "Your request lacks valid credentials"). */
+  jwtInvalid: 3401,
+  /** jwt-validation: no token where the config says (ngrok's ERR_NGROK_3406, "Token could not be found in request"). */
+  jwtMissing: 3406,
+  /** jwt-validation: no JWKS could be fetched to judge the token, so it is refused (ngrok's 7186: a JKU served no JWKS). */
+  jwksUnavailable: 7186,
   internal: 500,
 } as const;
 
