@@ -5,8 +5,8 @@
 
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
-import { decodeRow, encodeRow, takeProblem } from "./bucket-row.ts";
-import { BucketTable, type RowStore, type TakeRequest } from "./bucket-table.ts";
+import { decodeRow, encodeRow, settleProblem, takeProblem } from "./bucket-row.ts";
+import { BucketTable, type RowStore, type SettleRequest, type TakeRequest } from "./bucket-table.ts";
 import { MAX_BUCKET_ID_LENGTH } from "./isolate-buckets.ts";
 import type { LeaseDecision } from "./sliding-window.ts";
 
@@ -115,6 +115,30 @@ export class RateLimiter extends DurableObject<Env> {
       return { refused: `the store could not write: ${(error as Error).message}` };
     }
     return decisions;
+  }
+
+  /**
+   * Settles reservations made by earlier takes (settle.ts): each replaces its reservation's estimate with the
+   * settled cost, once; `applied[i]` false when settle i found no open reservation (a duplicate, or too late),
+   * which counted nothing. Stored with the same group commit as takes.
+   */
+  async settleAll(requests: readonly SettleRequest[]): Promise<{ applied: boolean[] } | StoreRefusal> {
+    if (!Array.isArray(requests) || requests.length > MAX_TAKES_PER_CALL) return { refused: `a call carries at most ${MAX_TAKES_PER_CALL} settles` };
+    for (const request of requests) {
+      if (typeof request.id !== "string" || request.id.length === 0 || request.id.length > MAX_BUCKET_ID_LENGTH) {
+        return { refused: `bucket ids are hashes of 1 to ${MAX_BUCKET_ID_LENGTH} characters` };
+      }
+      const problem = settleProblem(request);
+      if (problem) return { refused: problem };
+    }
+    const { applied, changed } = this.table.settle(requests, Date.now());
+    if (!changed) return { applied };
+    try {
+      await this.commit();
+    } catch (error) {
+      return { refused: `the store could not write: ${(error as Error).message}` };
+    }
+    return { applied };
   }
 
   /** The next write of the table's pending buckets, shared by every call decided before it starts. */
