@@ -16,6 +16,7 @@ import type { CompiledPattern } from "./regex.ts";
 import { checkTypes, type CheckContext } from "./cel-check.ts";
 import { assignable, BOOL, display, type Type } from "./cel-types.ts";
 import { VARIABLE_TYPES, VISIBLE_VARIABLES } from "./variables/catalog.ts";
+import { RES_WITH_BODY, selectsResponseBody } from "./variables/response-body.ts";
 import { rewriteHidden } from "./variables/rewrite.ts";
 
 /**
@@ -102,6 +103,8 @@ function typeContext(phase: Phase): CheckContext {
 }
 
 const TYPE_CONTEXTS: Readonly<Record<Phase, CheckContext>> = { inbound: typeContext("inbound"), outbound: typeContext("outbound") };
+/** A rate-limit's settle_cost: the outbound variables, and `res.body` (the response's JSON body). */
+const SETTLE_CONTEXT: CheckContext = { ...TYPE_CONTEXTS.outbound, variables: new Map([...VARIABLE_TYPES.outbound, ["res", RES_WITH_BODY]]) };
 
 /** V8's Error, whose `stackTraceLimit` (how many frames a new Error captures) the Workers types leave out. */
 const v8Error = Error as ErrorConstructor & { stackTraceLimit: number };
@@ -128,16 +131,19 @@ export interface CompiledValueExpression {
   readonly type: Type;
   /** The value; an evaluation error (a missing key, the budget spent) is returned as a message. */
   evaluate(exchange: Exchange, bindings?: Bindings): CelValue | { error: string };
+  /** Compiled with `responseBody`: whether it reads `res.body`, so the body must be read before it runs. */
+  readonly readsResponseBody?: boolean;
 }
 
 export type CompileValueExpressionResult = { ok: true; expression: CompiledValueExpression } | { ok: false; message: string };
 
 /**
  * Parses, checks and plans one expression of any result type, bounded, checked and metered as entry
- * expressions are. Never throws.
+ * expressions are. Never throws. `responseBody`: an outbound expression that may also read `res.body` (a
+ * rate-limit's settle_cost), whose bindings then carry it.
  */
-export function compileValueExpression(source: string, phase: Phase): CompileValueExpressionResult {
-  const prepared = prepare(source, phase);
+export function compileValueExpression(source: string, phase: Phase, { responseBody = false } = {}): CompileValueExpressionResult {
+  const prepared = prepare(source, phase, responseBody ? SETTLE_CONTEXT : TYPE_CONTEXTS[phase]);
   if (!prepared.ok) return prepared;
   const { program, patterns, type } = prepared;
   return {
@@ -145,6 +151,7 @@ export function compileValueExpression(source: string, phase: Phase): CompileVal
     expression: {
       source,
       patterns: patterns.size,
+      ...(responseBody ? { readsResponseBody: prepared.readsResponseBody } : {}),
       type,
       evaluate(exchange, bindings) {
         const result = run(program, patterns, exchange, bindings);
@@ -181,10 +188,12 @@ export function compileExpression(source: string, phase: Phase): CompileExpressi
 
 type Program = ReturnType<typeof plan>;
 
-type Prepared = { ok: true; program: Program; patterns: ReadonlyMap<string, CompiledPattern>; type: Type } | { ok: false; message: string };
+type Prepared =
+  | { ok: true; program: Program; patterns: ReadonlyMap<string, CompiledPattern>; type: Type; readsResponseBody: boolean }
+  | { ok: false; message: string };
 
-/** Bounds, parses, type-checks (against the phase's variables) and plans one expression. */
-function prepare(source: string, phase: Phase): Prepared {
+/** Bounds, parses, type-checks (against the phase's variables, or `context`) and plans one expression. */
+function prepare(source: string, phase: Phase, context: CheckContext = TYPE_CONTEXTS[phase]): Prepared {
   const tooLarge = checkExpressionText(source);
   if (tooLarge) return { ok: false, message: tooLarge };
   let parsed: ReturnType<typeof parse>;
@@ -196,10 +205,10 @@ function prepare(source: string, phase: Phase): Prepared {
   const cost = checkExpressionCost(parsed.expr);
   if (!cost.ok) return { ok: false, message: cost.message };
   const expr = rewriteHidden(parsed.expr);
-  const checked = checkTypes(expr, TYPE_CONTEXTS[phase]);
+  const checked = checkTypes(expr, context);
   if (!checked.ok) return { ok: false, message: `invalid CEL: ${checked.message}` };
   const program = plan(metered, { ...parsed, expr: meterIterations(expr) });
-  return { ok: true, program, patterns: cost.patterns, type: checked.type };
+  return { ok: true, program, patterns: cost.patterns, type: checked.type, readsResponseBody: selectsResponseBody(expr) };
 }
 
 /** One metered evaluation; a spent budget comes back as an Error value like any other failure. */
