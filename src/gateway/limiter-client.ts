@@ -1,5 +1,5 @@
 /**
- * The RateLimitCounter the gateway gives to policies: buckets (ingress instance, scope, action, bucket key) named
+ * The RateLimitCounter the gateway gives to policies: buckets (ingress instance or global, scope, action, bucket key) named
  * by a SHA-256 of those and kept many to an object (src/limiter/bucket-shards.ts), a time budget per call, and
  * the isolate's memory of buckets
  * (src/limiter/isolate-buckets.ts) so floods and busy buckets rarely call an object at all.
@@ -64,7 +64,7 @@ export function durableObjectCounter(env: Env, ingress: string, buckets: Isolate
   return {
     async count(bucket: BucketRef, spec: WindowSpec | LimitSpec, afterResponse?: AfterResponse): Promise<CountResult> {
       // Whatever a client put in the key (a 60 KB header), the isolate and the object see 43 characters.
-      const name = { ingress, ...bucket };
+      const name = { ingress: bucket.global ? null : ingress, scope: bucket.scope, action: bucket.action, key: bucket.key };
       const known = buckets.ids.idOf(name);
       const id = typeof known === "string" ? known : await known;
       const limit = limitOf(spec);

@@ -1,7 +1,8 @@
 /** Fixed-size ids of rate-limit buckets: whatever a client puts in a bucket key, 43 characters name its state. */
 
 export interface BucketName {
-  readonly ingress: string;
+  /** The ingress instance counting the bucket; `null` for a global bucket (`scope: global`), one for every instance. */
+  readonly ingress: string | null;
   readonly scope: string;
   readonly action: string;
   readonly key: string;
@@ -9,7 +10,7 @@ export interface BucketName {
 
 const encoder = new TextEncoder();
 
-/** The text a bucket's id is the hash of: its parts, unambiguously joined. */
+/** The text a bucket's id is the hash of: its parts, unambiguously joined (a global bucket's ingress is JSON `null`, which no instance's name is). */
 export function bucketText({ ingress, scope, action, key }: BucketName): string {
   return JSON.stringify([ingress, scope, action, key]);
 }

@@ -1,6 +1,6 @@
 /**
- * Which store object holds a bucket. Buckets are spread over SHARDS_PER_ACTION objects per (ingress instance,
- * scope, action): a bounded number of objects whatever the number of clients, each holding many buckets, so a
+ * Which store object holds a bucket. Buckets are spread over SHARDS_PER_ACTION objects per (ingress instance or
+ * global, scope, action): a bounded number of objects whatever the number of clients, each holding many buckets, so a
  * client's first request is a small call into an object that is already warm, and a flood spread over many keys
  * lands on a few objects instead of creating one per key. Few objects make an isolate's calls carry many takes
  * each (every call costs the object a storage commit, so that is where the time goes); more than one keeps a busy
@@ -22,7 +22,10 @@ export function shardIndex(bucketId: string, shards = SHARDS_PER_ACTION): number
   return value % shards;
 }
 
-/** The name of the object holding the bucket `bucketId` of `name`'s ingress, scope and action. */
+/**
+ * The name of the object holding the bucket `bucketId` of `name`'s ingress, scope and action. A global bucket's
+ * objects (ingress `null`) are named alike by every ingress instance: on Cloudflare, one object wherever traffic enters.
+ */
 export function shardName({ ingress, scope, action }: Omit<BucketName, "key">, bucketId: string): string {
   return JSON.stringify([ingress, scope, action, shardIndex(bucketId)]);
 }

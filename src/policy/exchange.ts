@@ -155,6 +155,8 @@ export interface BucketRef {
   readonly scope: string;
   readonly action: string;
   readonly key: string;
+  /** True (`scope: global` in the action): one bucket for every ingress instance, named without the instance. */
+  readonly global?: boolean;
 }
 
 /** `bucketId`: the bucket's fixed-size id (a hash) when the counter names buckets by one. */

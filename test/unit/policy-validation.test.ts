@@ -144,20 +144,40 @@ describe("rate-limit bucket_key", () => {
     expect(problems(rateLimit("capacity: 10", "rate: 60s", `bucket_key: [${ten}]`))).toEqual([]);
   });
 
-  const FORMS = "must be req.host, conn.client_ip, req.headers['<lowercase-name>'] or getReqHeader('<Header-Name>')";
+  const NOT_A_STRING = "must be a CEL expression yielding a string (or an int, uint or bool), and this one is";
+  const LIST = `${NOT_A_STRING} list(string) (take one element, such as [0])`;
 
   it.each([
-    ["req.path"],
-    ["\"req.headers['X-Upper']\""],
-    ['"req.headers[\\"x-api-key\\"]"'],
-    ["\"getReqHeader('Bad Name')\""],
-    ["\"getReqHeader('')\""],
-    ["conn.client_ip + req.host"],
-    ['""'],
-  ])("element %s is refused, at its own line", (element) => {
+    ["req.path", "invalid CEL: unknown field 'path' of req"],
+    ["\"req.headers['X-Upper']\"", LIST],
+    ['"req.headers[\\"x-api-key\\"]"', LIST],
+    ["\"getReqHeader('Bad Name')\"", LIST],
+    ["\"getReqHeader('')\"", LIST],
+    ["\"req.cookies['session'][0]\"", `${NOT_A_STRING} req.cookies[name][i] (read one of its fields)`],
+    ['"res.status_code"', "invalid CEL: res is only available in outbound expressions"],
+    ["\"[1].map(x, [1].map(y, 'k'))[0][0]\"", "comprehensions (all, exists, exists_one, map, filter) nest deeper than the limit of 1"],
+  ])("element %s is refused, at its own line: %s", (element, message) => {
     expect(problems(rateLimit("capacity: 10", "rate: 60s", "bucket_key:", "  - conn.client_ip", `  - ${element}`))).toEqual([
-      at(10, `${CONFIG}.bucket_key[1]`, FORMS),
+      at(10, `${CONFIG}.bucket_key[1]`, message),
     ]);
+  });
+
+  it("an empty element is refused as CEL that does not parse", () => {
+    expect(problems(rateLimit("capacity: 10", "rate: 60s", "bucket_key:", "  - conn.client_ip", '  - ""'))).toEqual([
+      expect.stringMatching(/^policies\/api\.yaml:10: inbound\[0\]\.actions\[0\]\.config\.bucket_key\[1\]: invalid CEL: 1:1: found end of input/),
+    ]);
+  });
+
+  it.each([
+    ["conn.client_ip + req.host"],
+    ["req.url.path"],
+    ["\"getReqHeader('x-tenant')[0]\""],
+    ["\"hasReqHeader('host') ? getReqHeader('host')[0] : 'unknown'\""],
+    ["req.url.port"],
+    ["\"req.url.query_params['plan'][0].lowerAscii()\""],
+    ["vars.tenant"],
+  ])("a CEL element yielding a string, an int or a dyn loads: %s", (element) => {
+    expect(problems(rateLimit("capacity: 10", "rate: 60s", "bucket_key:", "  - conn.client_ip", `  - ${element}`))).toEqual([]);
   });
 
   it("an element that is not a string is refused", () => {
@@ -183,6 +203,19 @@ describe("rate-limit bucket_key", () => {
       "  - \"getReqHeader('X-Api-Key')\"",
     );
     expect(problems(text)).toEqual([]);
+  });
+});
+
+describe("rate-limit scope", () => {
+  it("a scope other than ingress or global is refused", () => {
+    expect(problems(rateLimit("capacity: 10", "rate: 60s", "scope: world"))).toEqual([
+      at(8, `${CONFIG}.scope`, 'must be ingress or global, got string "world"'),
+    ]);
+  });
+
+  it("ingress and global load", () => {
+    expect(problems(rateLimit("capacity: 10", "rate: 60s", "scope: ingress"))).toEqual([]);
+    expect(problems(rateLimit("capacity: 10", "rate: 60s", "scope: global"))).toEqual([]);
   });
 });
 

@@ -5,55 +5,22 @@
 
 import { z } from "zod";
 import { ErrorCode, newOperationId, OPERATION_ID_HEADER } from "../../errors.ts";
-import { clientIpBucket } from "../client-ip-bucket.ts";
 import { closestToLimit } from "../../limiter/several-windows.ts";
 import type { WindowDecision } from "../../limiter/sliding-window.ts";
 import type { CountResult, Exchange, RateLimitEvent, RateLimitOutcome } from "../exchange.ts";
 import { parseDuration } from "../duration.ts";
 import { isRateLimitPolicyName, MAX_RATELIMIT_POLICY_NAME } from "../rate-limit-fields.ts";
 import { defineAction } from "./action.ts";
+import { compileBucketKey, KEY_ERROR } from "./rate-limit-key.ts";
 import { choosePlan, costOf, type LimitPlan, longestWindowMs, type PlannedWindow, planLimits } from "./rate-limit-plan.ts";
 import { capacitySchema, costSchema, MAX_CAPACITY, tiersSchema, windowLabel, windowSeconds, windowsSchema } from "./rate-limit-windows.ts";
 
 export { MAX_CAPACITY };
+export { canonicalCredentials } from "./rate-limit-key.ts";
 
 const MIN_RATE_MS = 60_000;
 const MAX_RATE_MS = 24 * 3_600_000;
 const RATE_STEP_MS = 10_000;
-
-const BUCKET_KEY_FORMS: ReadonlyArray<[RegExp, (match: RegExpMatchArray) => (exchange: Exchange) => string]> = [
-  [/^req\.host$/, () => (exchange) => exchange.request.host],
-  // Grouped: one bucket per IPv4 address, per IPv6 /64 (the CEL variable stays the exact address).
-  [/^conn\.client_ip$/, () => (exchange) => clientIpBucket(exchange.clientIp)],
-  [/^req\.headers\['([a-z0-9!#$%&*+.^_`|~-]+)'\]$/, ([, name]) => headerReader(name)],
-  [/^getReqHeader\('([A-Za-z0-9!#$%&*+.^_`|~-]+)'\)$/, ([, name]) => headerReader(name)],
-];
-
-/** Headers whose value starts with an auth scheme, which is case-insensitive (RFC 9110 §11.1). */
-const CREDENTIAL_HEADERS = new Set(["authorization", "proxy-authorization"]);
-
-function headerReader(name: string): (exchange: Exchange) => string {
-  const lower = name.toLowerCase();
-  if (!CREDENTIAL_HEADERS.has(lower)) return (exchange) => exchange.request.headers.get(lower) ?? "";
-  return (exchange) => canonicalCredentials(exchange.request.headers.get(lower) ?? "");
-}
-
-/**
- * `Bearer k`, `bearer k` and `BEARER\tk` are one credential: as a bucket key the scheme is lower-cased and
- * the white space after it folded, so spelling variants of one key cannot open several buckets.
- */
-export function canonicalCredentials(value: string): string {
-  const match = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+)[ \t]+(.*)$/.exec(value.trim());
-  return match ? `${match[1].toLowerCase()} ${match[2]}` : value;
-}
-
-function bucketKeyReader(expression: string): ((exchange: Exchange) => string) | undefined {
-  for (const [pattern, reader] of BUCKET_KEY_FORMS) {
-    const match = expression.trim().match(pattern);
-    if (match) return reader(match);
-  }
-  return undefined;
-}
 
 const rateSchema = z.string({ error: "must be a duration string such as 60s, 10m or 1h" }).superRefine((text, ctx) => {
   const ms = parseDuration(text);
@@ -95,15 +62,17 @@ export const rateLimitConfig = z
       .optional()
       .describe("What one request costs: an integer 0 to 1000000 or a CEL expression yielding one; default 1. 0 checks without consuming."),
     bucket_key: z
-      .array(
-        z.string().refine((expression) => bucketKeyReader(expression) !== undefined, {
-          message: "must be req.host, conn.client_ip, req.headers['<lowercase-name>'] or getReqHeader('<Header-Name>')",
-        }),
-      )
+      .array(z.string())
       .min(1, "must have at least 1 element")
       .max(10, "must have at most 10 elements")
       .optional()
-      .describe("Values that name the bucket; default [conn.client_ip]."),
+      .describe(
+        "Values that name the bucket; default [conn.client_ip]. Each is req.host, conn.client_ip, req.headers['<lowercase-name>'], getReqHeader('<Header-Name>') or a CEL expression yielding a string (int, uint and bool are written as text).",
+      ),
+    scope: z
+      .enum(["ingress", "global"], { error: "must be ingress or global" })
+      .default("ingress")
+      .describe("ingress: each ingress instance (Cloudflare location) counts on its own, as on ngrok; global: one count for all of them."),
     ratelimit_headers: z
       .boolean({ error: "must be a boolean" })
       .default(false)
@@ -171,12 +140,17 @@ export const rateLimitAction = defineAction({
   config: rateLimitConfig,
   configOptional: false,
   check(config, context) {
+    const key = compileBucketKey(config.bucket_key ?? ["conn.client_ip"], context.phase);
+    if (!("key" in key)) return { path: ["bucket_key", key.index], message: key.message };
     const planned = planLimits(config, config.name ?? context.position, context.phase);
     return "plans" in planned ? undefined : planned;
   },
   compile(config, context) {
     const name = config.name ?? context.position;
-    const readers = (config.bucket_key ?? ["conn.client_ip"]).map((expression) => bucketKeyReader(expression)!);
+    const compiledKey = compileBucketKey(config.bucket_key ?? ["conn.client_ip"], context.phase);
+    if (!("key" in compiledKey)) throw new Error(`rate-limit compiled after its check failed: ${compiledKey.message}`);
+    const keyOf = compiledKey.key;
+    const isGlobal = config.scope === "global";
     const planned = planLimits(config, name, context.phase);
     if (!("plans" in planned)) throw new Error(`rate-limit compiled after its check failed: ${planned.message}`);
     const { plans, cost } = planned;
@@ -194,8 +168,8 @@ export const rateLimitAction = defineAction({
     return {
       type: "rate-limit",
       async run(exchange, { counter, decisions }) {
-        const parts = readers.map((read) => read(exchange));
-        const key = parts.join(":");
+        const keyValue = keyOf(exchange);
+        const key = keyValue.shown;
         const vars = exchange.vars.rate_limit;
         vars.bucket_key = key;
         const plan = choosePlan(plans, exchange);
@@ -205,7 +179,9 @@ export const rateLimitAction = defineAction({
           return undefined;
         }
         const charged = costOf(cost, exchange);
-        const bucket = { scope: exchange.scope, action: name, key: JSON.stringify(parts) };
+        const bucket = isGlobal
+          ? { scope: exchange.scope, action: name, key: keyValue.name, global: true }
+          : { scope: exchange.scope, action: name, key: keyValue.name };
         const result: CountResult =
           typeof charged !== "number"
             ? { ok: true, decision: invalidCost(plan) }
@@ -237,7 +213,8 @@ export const rateLimitAction = defineAction({
           return undefined;
         }
         const { decision } = result;
-        vars.error = typeof charged === "number" ? { code: "", message: "" } : { code: COST_ERROR, message: charged.error };
+        if (typeof charged !== "number") vars.error = { code: COST_ERROR, message: charged.error };
+        else vars.error = keyValue.error === undefined ? { code: "", message: "" } : { code: KEY_ERROR, message: keyValue.error };
         vars.limited = !decision.allowed;
         const retryAfter = decision.allowed ? 0 : Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
         decisions?.rateLimit(event(outcomeOf(decision.allowed, enforce), decision.remaining, retryAfter));

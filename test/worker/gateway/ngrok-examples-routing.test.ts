@@ -38,6 +38,15 @@ describe("rate-limit examples", () => {
     ).toBe(200);
   });
 
+  it("a CEL key, the Host or 'unknown': 30 a minute per Host, and requests without Host share the bucket 'unknown'", async () => {
+    expect(await statuses(30, (i) => to("limits-host-ternary-key", "/", { clientIp: `192.0.2.${i + 1}` }))).toEqual(admitted(30));
+    expect((await ask(routes, to("limits-host-ternary-key"))).status).toBe(429);
+    // Routed by its URL, without a Host header: the expression's other branch names the bucket.
+    const hostless = (i: number) => new Request("https://limits-host-ternary-key.test/", { headers: { "cf-connecting-ip": `192.0.2.${i + 1}` } });
+    expect(await statuses(30, hostless)).toEqual(admitted(30));
+    expect((await ask(routes, hostless(30))).status).toBe(429);
+  });
+
   it("req.url.contains('/api/specific_endpoint'): 30 a minute there, other URLs not limited", async () => {
     const specific = () => to("limits-specific-endpoint", "/api/specific_endpoint", { clientIp: "198.51.100.3" });
     expect(await statuses(30, specific)).toEqual(admitted(30));
