@@ -1,7 +1,8 @@
 /**
- * What one isolate remembers of tunnel hosts: label → the claim that serves it, trusted for HOST_CACHE_MS.
- * A stale entry costs one "offline" answer, then the host is resolved again. Bounded by bytes: a claim
- * carries its tunnel's traffic policy (up to 16 KiB of JSON).
+ * What one isolate remembers of tunnel hosts: label → the tunnels that serve it (one, or an endpoint pool's
+ * members), trusted for HOST_CACHE_MS. A stale entry costs one "offline" answer, then the member is dropped
+ * here and the host resolved again. Bounded by bytes: each claim carries its tunnel's traffic policy (up to
+ * 16 KiB of JSON).
  */
 
 import type { HostClaim } from "./host-claims.ts";
@@ -9,13 +10,15 @@ import type { HostClaim } from "./host-claims.ts";
 export const HOST_CACHE_MS = 5000;
 /** Default memory bound of one isolate's host cache. */
 export const HOST_CACHE_BYTES = 4 * 1024 * 1024;
-/** Heap of one entry besides its policy: the label, the claim's ids, the map entry. */
+/** Heap of one entry besides its policies: the label, the claims' ids, the map entry. */
 const ENTRY_BYTES = 512;
+/** Heap of each further member of a pool besides its policy. */
+const MEMBER_BYTES = 256;
 
 interface Entry {
-  readonly claim: HostClaim;
-  /** The serving session's Durable Object id, once asked for (idFromName hashes the name each time). */
-  sessionId?: DurableObjectId;
+  readonly members: readonly HostClaim[];
+  /** The serving sessions' Durable Object ids, by tunnel, once asked for (idFromName hashes the name each time). */
+  readonly sessionIds: Map<string, DurableObjectId>;
   readonly until: number;
   readonly bytes: number;
 }
@@ -35,27 +38,44 @@ export class HostCache {
     return this.entries.size;
   }
 
-  /** The claim remembered for `label`, while it is fresh. */
-  get(label: string): HostClaim | undefined {
+  /** The tunnels remembered serving `label` (never empty), while they are fresh. */
+  get(label: string): readonly HostClaim[] | undefined {
     const entry = this.entries.get(label);
-    return entry && entry.until > this.now() ? entry.claim : undefined;
+    return entry && entry.until > this.now() ? entry.members : undefined;
   }
 
   /** The id of the session serving `label` under `claim`, made once per remembered claim. */
   sessionId(label: string, claim: HostClaim, make: () => DurableObjectId): DurableObjectId {
     const entry = this.entries.get(label);
-    if (entry?.claim !== claim) return make();
-    entry.sessionId ??= make();
-    return entry.sessionId;
+    if (!entry?.members.includes(claim)) return make();
+    let id = entry.sessionIds.get(claim.tunnelId);
+    if (!id) entry.sessionIds.set(claim.tunnelId, (id = make()));
+    return id;
   }
 
-  remember(label: string, claim: HostClaim): void {
+  remember(label: string, members: readonly HostClaim[]): void {
     this.forget(label);
-    const bytes = ENTRY_BYTES + 2 * label.length + 2 * (claim.trafficPolicy === undefined ? 0 : JSON.stringify(claim.trafficPolicy).length);
+    if (members.length === 0) return;
+    let bytes = ENTRY_BYTES + 2 * label.length + MEMBER_BYTES * (members.length - 1);
+    for (const claim of members) bytes += 2 * (claim.trafficPolicy === undefined ? 0 : JSON.stringify(claim.trafficPolicy).length);
     if (bytes > this.maxBytes) return;
     while (this.bytes + bytes > this.maxBytes) this.forget(this.entries.keys().next().value!);
-    this.entries.set(label, { claim, until: this.now() + HOST_CACHE_MS, bytes });
+    this.entries.set(label, { members, sessionIds: new Map(), until: this.now() + HOST_CACHE_MS, bytes });
     this.bytes += bytes;
+  }
+
+  /**
+   * A member turned out not to serve `label` any more: the others stay remembered (until their time is up),
+   * so the next requests here go to them; with none left the label is forgotten.
+   */
+  forgetMember(label: string, tunnelId: string): void {
+    const entry = this.entries.get(label);
+    if (!entry) return;
+    const rest = entry.members.filter((claim) => claim.tunnelId !== tunnelId);
+    if (rest.length === entry.members.length) return;
+    if (rest.length === 0) return this.forget(label);
+    entry.sessionIds.delete(tunnelId);
+    this.entries.set(label, { ...entry, members: rest });
   }
 
   forget(label: string): void {

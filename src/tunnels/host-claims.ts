@@ -4,6 +4,11 @@
  * offline (its agent disconnected, or the edge was redeployed) only the same account may claim it again
  * for HOST_GRACE_MS, so another account cannot take over a URL in the seconds before the owner's agent
  * reconnects. After the grace period the label is free. A tunnel stopped on purpose frees its label at once.
+ *
+ * Endpoint pools: tunnels of one account that all opted in (`pooled`) share a label, up to MAX_POOL_MEMBERS;
+ * a member leaving takes only itself out, and the label is released (or freed) when the last one leaves. A
+ * tunnel that did not opt in never joins a pool and never shares its label, and another account's tunnel
+ * meets a pool exactly as it meets a single holder.
  */
 
 /** Who serves a host: enough for the Worker to relay without asking anyone else. */
@@ -18,11 +23,17 @@ export interface HostClaim {
    * account that the agent is now bringing back. Such a label needs no quota hold while its tunnel is offline.
    */
   readonly random?: boolean;
+  /** The tunnel opted in to endpoint pooling (`pooling_enabled`): it shares its label with the account's other pooled tunnels. */
+  readonly pooled?: boolean;
 }
 
-/** What a host object keeps: the last claim, and when its tunnel went offline (absent while online). */
+/**
+ * What a host object keeps: the last claim, and when its tunnel went offline (absent while online). A pool
+ * keeps its oldest live member in `claim` and the others in `pool`; a released record has no `pool`.
+ */
 export interface HostRecord {
   readonly claim: HostClaim;
+  readonly pool?: readonly HostClaim[];
   readonly releasedAt?: number;
 }
 
@@ -30,6 +41,11 @@ export interface HostRecord {
 export const HOST_GRACE_MS = 10 * 60_000;
 /** Host labels one account may hold at once: its online endpoint tunnels plus those still in their grace period. */
 export const MAX_HOSTS_PER_ACCOUNT = 50;
+/**
+ * Tunnels one pooled label takes at once. The host record and each isolate's cached copy of it carry every
+ * member's traffic policy (up to 16 KiB of JSON each), so this keeps a pool's record within 128 KiB.
+ */
+export const MAX_POOL_MEMBERS = 8;
 
 /**
  * `noticed`: on a refusal, the record with the holder marked released because it was found offline; the
@@ -39,13 +55,35 @@ export type ClaimDecision = { readonly ok: true; readonly record: HostRecord } |
 
 /** Whether deciding `claim` needs to ask the current holder's session if it is still online. */
 export function needsHolderCheck(record: HostRecord | undefined, claim: HostClaim): record is HostRecord {
-  return record !== undefined && record.releasedAt === undefined && record.claim.tunnelId !== claim.tunnelId;
+  return record !== undefined && record.releasedAt === undefined && !isMember(record, claim.tunnelId) && !joinsPool(record, claim);
 }
 
-/** True when two reads of a host's record name the same holder in the same state. */
+/** True when two reads of a host's record name the same holders in the same state. */
 export function sameRecord(a: HostRecord | undefined, b: HostRecord | undefined): boolean {
   if (!a || !b) return a === b;
-  return a.claim.tunnelId === b.claim.tunnelId && a.releasedAt === b.releasedAt;
+  const ids = (record: HostRecord) =>
+    membersOf(record)
+      .map((member) => member.tunnelId)
+      .join(" ");
+  return ids(a) === ids(b) && a.releasedAt === b.releasedAt;
+}
+
+/** Every tunnel the record names as serving the host: its claim, then the rest of its pool. */
+export function membersOf(record: HostRecord): readonly HostClaim[] {
+  return record.pool?.length ? [record.claim, ...record.pool] : [record.claim];
+}
+
+function isMember(record: HostRecord, tunnelId: string): boolean {
+  return membersOf(record).some((member) => member.tunnelId === tunnelId);
+}
+
+/** An online pool that `claim` may join: it opted in, and so did every member, all of its own account. */
+function joinsPool(record: HostRecord, claim: HostClaim): boolean {
+  return (
+    record.releasedAt === undefined &&
+    claim.pooled === true &&
+    membersOf(record).every((member) => member.pooled === true && member.accountId === claim.accountId)
+  );
 }
 
 /**
@@ -54,10 +92,17 @@ export function sameRecord(a: HostRecord | undefined, b: HostRecord | undefined)
  * grace starts when the edge first notices. The same account taking its label back keeps it random if it was.
  */
 export function decideClaim(record: HostRecord | undefined, claim: HostClaim, holderOnline: () => boolean, now: number): ClaimDecision {
-  if (!record || record.claim.tunnelId === claim.tunnelId) return { ok: true, record: { claim } };
+  if (!record) return { ok: true, record: { claim } };
+  if (isMember(record, claim.tunnelId)) return { ok: true, record: replaceMember(record, claim) };
+  if (joinsPool(record, claim)) {
+    const members = membersOf(record);
+    if (members.length >= MAX_POOL_MEMBERS) return { ok: false, reason: `already has ${members.length} tunnels in its pool, the most a pool takes` };
+    // A label the edge chose at random stays random for every member (it needs no quota hold while offline).
+    return { ok: true, record: { claim: record.claim, pool: [...(record.pool ?? []), record.claim.random ? { ...claim, random: true } : claim] } };
+  }
   let current = record;
   if (current.releasedAt === undefined) {
-    if (holderOnline()) return { ok: false, reason: "is in use by another online tunnel" };
+    if (holderOnline()) return { ok: false, reason: inUseReason(record, claim) };
     current = { claim: current.claim, releasedAt: now };
   }
   if (current.claim.accountId === claim.accountId) {
@@ -74,10 +119,35 @@ export function decideClaim(record: HostRecord | undefined, claim: HostClaim, ho
   return { ok: true, record: { claim } };
 }
 
-/** The record after `tunnelId` went offline; unchanged when another tunnel holds the label. */
-export function releaseClaim(record: HostRecord | undefined, tunnelId: string, now: number): HostRecord | undefined {
-  if (!record || record.claim.tunnelId !== tunnelId || record.releasedAt !== undefined) return record;
-  return { claim: record.claim, releasedAt: now };
+/**
+ * Why an online holder keeps the label. Only the holder's own account learns that pooling is what it lacks:
+ * to another account, a pool is refused in the same words as any tunnel.
+ */
+function inUseReason(record: HostRecord, claim: HostClaim): string {
+  if (record.claim.accountId !== claim.accountId) return "is in use by another online tunnel";
+  if (claim.pooled) return "is in use by another online tunnel of this account that did not enable pooling; start every tunnel of the URL with pooling enabled";
+  if (record.claim.pooled) return "is in use by a pool of this account's tunnels; start this tunnel with pooling enabled to join it";
+  return "is in use by another online tunnel";
+}
+
+/** The record with `claim` in the place of the member of the same tunnel (its session asking again). */
+function replaceMember(record: HostRecord, claim: HostClaim): HostRecord {
+  if (record.claim.tunnelId === claim.tunnelId && !record.pool?.length) return { claim };
+  const swap = (member: HostClaim) => (member.tunnelId === claim.tunnelId ? claim : member);
+  return { claim: swap(record.claim), pool: record.pool!.map(swap) };
+}
+
+/**
+ * The record after `tunnelId` went offline. A pool member leaves the pool and the others keep serving; the
+ * last holder's record is released (its account's grace starts), or, when `free` (stopped on purpose),
+ * deleted (undefined). Unchanged (the very object) when `tunnelId` does not serve the host.
+ */
+export function releaseClaim(record: HostRecord | undefined, tunnelId: string, now: number, free = false): HostRecord | undefined {
+  if (!record || !isMember(record, tunnelId)) return record;
+  const rest = membersOf(record).filter((member) => member.tunnelId !== tunnelId);
+  if (rest.length > 0) return rest.length === 1 ? { claim: rest[0] } : { claim: rest[0], pool: rest.slice(1) };
+  if (free) return undefined;
+  return record.releasedAt !== undefined ? record : { claim: record.claim, releasedAt: now };
 }
 
 /** True once a released record's grace is over and it can be forgotten. */

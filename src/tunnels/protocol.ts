@@ -160,6 +160,11 @@ export const payloadSchemas = {
     traffic_policy: z.unknown().optional(),
     /** Host name label wanted (a configured subdomain, or the previous one after a reconnect). */
     subdomain: z.string().max(63).optional(),
+    /**
+     * Share the host with the account's other tunnels that opt in too (an endpoint pool). Absent (an older
+     * agent) means false; an older edge strips it and serves the host as a single tunnel's.
+     */
+    pooling_enabled: z.boolean().optional(),
   }),
   tunnel_started: z.object({
     request_id: z.number().int().nonnegative(),

@@ -21,6 +21,8 @@ export interface TunnelRecord {
   region: string;
   tunnel_session: { id: string };
   endpoint?: { id: string };
+  /** The tunnel shares its public URL with the account's other pooled tunnels (each listed on its own). */
+  pooling_enabled?: boolean;
   labels?: Record<string, string>;
   backends?: Array<{ id: string }>;
   forwards_to?: string;

@@ -9,7 +9,19 @@ import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
 import type { HoldResult, TunnelRecord, TunnelSessionPage, TunnelSessionRecord } from "./registry-client.ts";
 
-const SCHEMA_VERSION = 3;
+const SCHEMA_VERSION = 4;
+
+/**
+ * Host labels the account holds, one row per label and tunnel: the members of an endpoint pool each hold
+ * their label (it is counted once), so one member leaving leaves it counted for the others.
+ */
+const HELD_HOSTS_TABLE = `CREATE TABLE IF NOT EXISTS held_hosts (
+  label TEXT NOT NULL,
+  tunnel_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  held_until INTEGER NOT NULL,
+  PRIMARY KEY (label, tunnel_id)
+)`;
 
 export class TunnelRegistry extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
@@ -27,12 +39,13 @@ export class TunnelRegistry extends DurableObject<Env> {
       sql.exec("CREATE INDEX IF NOT EXISTS tunnels_by_session ON tunnels (session_id)");
       // Host labels the account holds, counted against its quota until held_until: while their tunnel is online
       // (leased and renewed like the tunnel), then for the grace period after it went offline.
-      sql.exec(`CREATE TABLE IF NOT EXISTS held_hosts (
-        label TEXT PRIMARY KEY,
-        tunnel_id TEXT NOT NULL,
-        session_id TEXT NOT NULL,
-        held_until INTEGER NOT NULL
-      )`);
+      if (version > 0 && version < 4) {
+        // Before pools a label had one row (label was the key): the same rows, under the new key.
+        sql.exec(HELD_HOSTS_TABLE.replace("held_hosts", "held_hosts_v4"));
+        sql.exec("INSERT INTO held_hosts_v4 SELECT label, tunnel_id, session_id, held_until FROM held_hosts");
+        sql.exec("DROP TABLE held_hosts");
+        sql.exec("ALTER TABLE held_hosts_v4 RENAME TO held_hosts");
+      } else sql.exec(HELD_HOSTS_TABLE);
       sql.exec("CREATE INDEX IF NOT EXISTS held_hosts_by_session ON held_hosts (session_id)");
     }
     if (version < 3) {
@@ -81,12 +94,20 @@ export class TunnelRegistry extends DurableObject<Env> {
 
   /**
    * Records an online tunnel of `sessionId`, leased for `leaseMs`; its host `label`, now claimed, counts for
-   * this tunnel from here on (it may have counted for an earlier tunnel of the account until now).
+   * this tunnel from here on, in place of earlier tunnels of the account that held it and are offline now
+   * (online ones are members of its pool and keep their rows).
    */
   add(sessionId: string, record: TunnelRecord, leaseMs: number, label?: string): void {
     this.sweep();
     if (label !== undefined) {
-      this.ctx.storage.sql.exec(
+      const sql = this.ctx.storage.sql;
+      sql.exec(
+        "DELETE FROM held_hosts WHERE label = ? AND tunnel_id != ? AND tunnel_id NOT IN (SELECT id FROM tunnels WHERE lease_until > ?)",
+        label,
+        record.id,
+        Date.now(),
+      );
+      sql.exec(
         "INSERT OR REPLACE INTO held_hosts (label, tunnel_id, session_id, held_until) VALUES (?, ?, ?, ?)",
         label,
         record.id,
@@ -165,14 +186,18 @@ export class TunnelRegistry extends DurableObject<Env> {
     // Already counted (for a tunnel of the account that holds it, online or in its grace): a claim that fails
     // must not take the count away from that tunnel, so the row moves only once the claim succeeded (`add`).
     if (sql.exec("SELECT 1 FROM held_hosts WHERE label = ?", label).toArray().length > 0) return { ok: true };
-    const others = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM held_hosts WHERE label != ?", label).one().n;
+    const others = sql.exec<{ n: number }>("SELECT COUNT(DISTINCT label) AS n FROM held_hosts WHERE label != ?", label).one().n;
     if (others < limit) {
       sql.exec("INSERT INTO held_hosts (label, tunnel_id, session_id, held_until) VALUES (?, ?, ?, ?)", label, tunnelId, sessionId, now + leaseMs);
       return { ok: true };
     }
+    // Labels none of whose tunnels is online, and when each frees up (its last row's end).
     const offline = sql
       .exec<{ n: number; first: number | null }>(
-        "SELECT COUNT(*) AS n, MIN(held_until) AS first FROM held_hosts WHERE label != ? AND tunnel_id NOT IN (SELECT id FROM tunnels WHERE lease_until > ?)",
+        `SELECT COUNT(*) AS n, MIN(until) AS first FROM (
+           SELECT MAX(held_until) AS until FROM held_hosts WHERE label != ? GROUP BY label
+           HAVING SUM(tunnel_id IN (SELECT id FROM tunnels WHERE lease_until > ?)) = 0
+         )`,
         label,
         now,
       )

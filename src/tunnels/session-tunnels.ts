@@ -97,6 +97,7 @@ export class SessionTunnels {
         tunnelId: id,
         trafficPolicy: spec.trafficPolicy,
         random: !spec.subdomain,
+        ...(spec.poolingEnabled ? { pooled: true } : {}),
       };
       const claimed = await this.claimHost(meta, claim, spec.subdomain);
       if (!claimed.ok) {
@@ -110,6 +111,7 @@ export class SessionTunnels {
         public_url: publicUrl(label, meta.domain, meta.publicBase),
         proto: meta.publicBase.scheme,
         endpoint: { id: newId("ep") },
+        ...(spec.poolingEnabled ? { pooling_enabled: true } : {}),
         ...(spec.metadata !== undefined ? { metadata: spec.metadata } : {}),
       };
     } else {

@@ -15,6 +15,8 @@ export interface TunnelSpec {
   /** The traffic policy document as sent (already validated); compiled again where traffic is served. */
   readonly trafficPolicy?: unknown;
   readonly subdomain?: string;
+  /** Shares its host with the account's other pooled tunnels (host-claims.ts). */
+  readonly poolingEnabled: boolean;
 }
 
 export type SpecResult = { ok: true; spec: TunnelSpec } | { ok: false; code: string; message: string };
@@ -39,6 +41,7 @@ function checkTunnelStart(frame: FrameOf<"start_tunnel">): SpecResult {
   if (frame.labels && Object.keys(frame.labels).length > 0) {
     if (proto) return refused(TunnelFailure.invalidDefinition, "a tunnel has either labels or proto, not both");
     if (frame.subdomain) return refused(TunnelFailure.invalidDefinition, "a labeled tunnel has no public host, so no subdomain");
+    if (frame.pooling_enabled) return refused(TunnelFailure.invalidDefinition, "a labeled tunnel has no public host, so no pool to join");
   } else if (proto === "tcp" || proto === "tls") {
     return refused(TunnelFailure.unsupportedProto, `${proto} tunnels are not supported: ${WORKERS_INGRESS_NOTE}`);
   } else if (proto !== "http" && proto !== "https") {
@@ -65,6 +68,7 @@ function checkTunnelStart(frame: FrameOf<"start_tunnel">): SpecResult {
       metadata: frame.metadata,
       trafficPolicy: frame.traffic_policy ?? undefined,
       subdomain: frame.subdomain,
+      poolingEnabled: frame.pooling_enabled === true,
     },
   };
 }

@@ -13,20 +13,30 @@ import { clientRequestHeaders } from "./edge-streams.ts";
 import { tunnelNotFound } from "./errors.ts";
 import type { HostCache } from "./host-cache.ts";
 import type { HostClaim } from "./host-claims.ts";
+import { chooseMember } from "./pool-choice.ts";
 import type { TunnelServices } from "./services.ts";
 import { OFFLINE_HEADER, RELAY_PATH } from "./session-object.ts";
 
-/** The claim serving `label` (from this isolate's memory unless `fresh`), and whether it came from there. */
-export async function resolveHost(env: Env, hosts: HostCache, label: string, fresh: boolean): Promise<{ claim: HostClaim; cached: boolean } | undefined> {
+/**
+ * The tunnels serving `label` — one, or the members of its endpoint pool — (from this isolate's memory unless
+ * `fresh`), and whether they came from there.
+ */
+export async function resolveHost(
+  env: Env,
+  hosts: HostCache,
+  label: string,
+  fresh: boolean,
+): Promise<{ members: readonly HostClaim[]; cached: boolean } | undefined> {
   const known = fresh ? undefined : hosts.get(label);
-  if (known) return { claim: known, cached: true };
-  const claim = await env.TUNNEL_HOST.get(env.TUNNEL_HOST.idFromName(label)).resolve();
-  if (!claim) {
+  if (known) return { members: known, cached: true };
+  // the stub's inferred type loses `unknown` fields (the policy) inside an array
+  const members = (await env.TUNNEL_HOST.get(env.TUNNEL_HOST.idFromName(label)).serving()) as HostClaim[];
+  if (members.length === 0) {
     hosts.forget(label);
     return undefined;
   }
-  hosts.remember(label, claim);
-  return { claim, cached: false };
+  hosts.remember(label, members);
+  return { members, cached: false };
 }
 
 /**
@@ -63,7 +73,7 @@ export function tunnelTarget(
       const answer = await session.fetch(relay, { method: original.method, headers, body: original.body });
       if (answer.headers.has(OFFLINE_HEADER)) {
         onOffline();
-        services.hosts.forget(label);
+        services.hosts.forgetMember(label, claim.tunnelId);
         return errorAnswer(tunnelNotFound(shownHost), original);
       }
       return answer;
@@ -72,8 +82,9 @@ export function tunnelTarget(
 }
 
 /**
- * The tunnels of `accountId`, by internal URL. Another account's tunnel is answered as no tunnel at all, so a
- * policy cannot tell whether a label it does not own is in use.
+ * The tunnels of `accountId`, by internal URL (a pooled label: one of its members, at random). Another
+ * account's tunnel is answered as no tunnel at all, so a policy cannot tell whether a label it does not own is
+ * in use.
  */
 function accountTunnels(env: Env, services: TunnelServices, accountId: string): InternalTargets {
   return {
@@ -81,8 +92,10 @@ function accountTunnels(env: Env, services: TunnelServices, accountId: string): 
       const label = internalLabelOf(url.hostname);
       if (label === undefined) return undefined;
       const resolved = await resolveHost(env, services.hosts, label, false);
-      if (!resolved || resolved.claim.accountId !== accountId) return undefined;
-      return tunnelTarget(env, services, label, resolved.claim, `${label}.internal`, () => {});
+      // a pool's members are all of one account; the filter keeps that true here whatever a record says
+      const own = resolved?.members.filter((claim) => claim.accountId === accountId) ?? [];
+      if (own.length === 0) return undefined;
+      return tunnelTarget(env, services, label, chooseMember(own), `${label}.internal`, () => {});
     },
   };
 }

@@ -21,6 +21,10 @@ export const tunnelSchema = z
     region: z.string(),
     tunnel_session: refSchema,
     endpoint: refSchema.optional(),
+    pooling_enabled: z
+      .boolean()
+      .optional()
+      .openapi({ description: "Present (true) on a member of an endpoint pool: tunnels of the account sharing this `public_url`, each listed on its own." }),
     labels: z.record(z.string(), z.string()).optional(),
     backends: z.array(refSchema).optional(),
     forwards_to: z.string().optional().openapi({ description: "Address the agent forwards the tunnel's traffic to." }),
@@ -52,6 +56,7 @@ export function renderTunnel(origin: string, record: TunnelRecord): Tunnel {
     region: record.region,
     tunnel_session: { id: record.tunnel_session.id, uri: `${origin}/tunnel_sessions/${record.tunnel_session.id}` },
     endpoint: record.endpoint && { id: record.endpoint.id, uri: `${origin}/endpoints/${record.endpoint.id}` },
+    pooling_enabled: record.pooling_enabled,
     labels: record.labels,
     backends: record.backends?.map((backend) => ({ id: backend.id, uri: `${origin}/backends/tunnel_group/${backend.id}` })),
     forwards_to: record.forwards_to,
