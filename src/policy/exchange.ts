@@ -53,11 +53,21 @@ export interface VerifyWebhookVars {
   error: { code: string; message: string };
 }
 
+export interface JwtValidationVars {
+  /** As ngrok's `tokens`: each verified token's header, payload, location, location_property, signature, verified (CEL maps). */
+  tokens: ReadonlyArray<ReadonlyMap<string, unknown>>;
+  /** The first token's claims as CEL values (Tollgate's): what bucket keys and tiers read. Empty before. */
+  claims: ReadonlyMap<string, unknown>;
+  /** Why the last jwt-validation refused (ERR_SVC_3401, 3406, 7186 and the reason), else ''. */
+  error: { code: string; message: string };
+}
+
 /** Result variables of actions that ran, readable as `actions.svc.<action>.*` (last execution only). */
 export interface ActionVars {
   rate_limit: RateLimitVars;
   restrict_ips: RestrictIpsVars;
   verify_webhook: VerifyWebhookVars;
+  jwt_validation: JwtValidationVars;
 }
 
 /** One member of the RateLimit-Policy and RateLimit header fields, from one rate-limit decision. */
@@ -147,6 +157,7 @@ export function initialVars(): ActionVars {
     rate_limit: { bucket_key: "", limited: false, error: { code: "", message: "" } },
     restrict_ips: { denied: false, action: "", matched_cidr: "", error: { code: "", message: "" } },
     verify_webhook: { verified: false, error: { code: "", message: "" } },
+    jwt_validation: { tokens: [], claims: new Map(), error: { code: "", message: "" } },
   };
 }
 

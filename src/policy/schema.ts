@@ -6,6 +6,7 @@ import {
   customResponseAction,
   denyAction,
   forwardInternalAction,
+  jwtValidationAction,
   logAction,
   rateLimitAction,
   removeHeadersAction,
@@ -28,6 +29,7 @@ export const actionDefinitions: ReadonlyMap<string, ActionDefinition> = new Map(
     forwardInternalAction,
     setVarsAction,
     verifyWebhookAction,
+    jwtValidationAction,
   ].map((action) => [action.type, action as unknown as ActionDefinition]),
 );
 

@@ -2,6 +2,7 @@ export { customResponseAction } from "./custom-response.ts";
 export { denyAction } from "./deny.ts";
 export { forwardInternalAction } from "./forward-internal.ts";
 export { addHeadersAction, removeHeadersAction } from "./headers.ts";
+export { jwtValidationAction } from "./jwt-validation.ts";
 export { logAction } from "./log.ts";
 export { rateLimitAction } from "./rate-limit.ts";
 export { restrictIpsAction } from "./restrict-ips.ts";
