@@ -8,7 +8,7 @@
 
 import type { Env } from "../env.ts";
 import { shardName } from "../limiter/bucket-shards.ts";
-import type { TakeRequest } from "../limiter/bucket-table.ts";
+import type { SettleRequest, TakeRequest } from "../limiter/bucket-table.ts";
 import { LEASE_MS } from "../limiter/bucket-memory.ts";
 import type { IsolateBuckets, ObjectCall } from "../limiter/isolate-buckets.ts";
 import type { StoreRefusal } from "../limiter/limiter-object.ts";
@@ -56,7 +56,22 @@ function takeOf(id: string, limit: LimitSpec, leases: boolean, call: ObjectCall,
   if (leases && first && !isCalendar(first)) {
     return { id, spec: { capacity: first.capacity, windowMs: first.windowMs }, want: call.want, leaseMs: LEASE_MS, returned: call.returned, forRequest };
   }
-  return { id, windows: limit.windows, cost: limit.cost, want: 1, leaseMs: 0, returned: call.returned, forRequest: true };
+  const take: TakeRequest = { id, windows: limit.windows, cost: limit.cost, want: 1, leaseMs: 0, returned: call.returned, forRequest: true };
+  return limit.reserve === undefined ? take : { ...take, reserve: limit.reserve };
+}
+
+/**
+ * Sends a reservation's settled cost to its bucket's object, after the response (the caller's waitUntil). One
+ * attempt: a settle lost to a failure keeps the estimate, which never admits more than the windows allow.
+ */
+async function settleInStore(env: Env, shard: string, settle: SettleRequest, timeoutMs: number): Promise<void> {
+  try {
+    const store = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(shard));
+    const answer = await withTimeout(store.settleAll([settle]) as Promise<{ applied: boolean[] } | StoreRefusal>, timeoutMs);
+    if ("refused" in answer) throw new Error(`the store refused the settle: ${answer.refused}`);
+  } catch (error) {
+    console.error(`rate-limit: settling a cost failed, the estimate stays: ${(error as Error).message}`);
+  }
 }
 
 export function durableObjectCounter(env: Env, ingress: string, buckets: IsolateBuckets): RateLimitCounter {
@@ -88,7 +103,11 @@ export function durableObjectCounter(env: Env, ingress: string, buckets: Isolate
           bucketId: id,
         };
       }
-      return { ok: true, decision: buckets.settle(id, consulted.sent, answer, need), bucketId: id };
+      const decision = buckets.settle(id, consulted.sent, answer, need);
+      const reservation = limit.reserve;
+      if (reservation === undefined || !answer.allowed) return { ok: true, decision, bucketId: id };
+      const shard = shardName(name, id);
+      return { ok: true, decision, bucketId: id, settle: (cost) => settleInStore(env, shard, { id, reservation, cost }, timeoutMs) };
     },
   };
 }

@@ -23,6 +23,7 @@ import type { IsolateBuckets } from "../limiter/isolate-buckets.ts";
 import { ingressId } from "../ingress.ts";
 import { withRateLimitFields } from "../policy/rate-limit-fields.ts";
 import { rateLimitServices } from "./limiter-client.ts";
+import { type SettleLog, settleOnResponse } from "./response-settle.ts";
 import type { Route } from "./gateway-config.ts";
 import { policyLoadError } from "./policy-error.ts";
 import type { RouteTable } from "./route-table.ts";
@@ -44,7 +45,7 @@ export interface IsolateState {
   readonly routeModules: RouteModulesCache;
   readonly breakers: BreakerMemory;
   /** Where expressions that fail at request time (gating entries or interpolated by `${…}`) are logged, at a bounded rate. */
-  readonly expressionErrors: EvaluationLog & InterpolationLog;
+  readonly expressionErrors: EvaluationLog & InterpolationLog & SettleLog;
 }
 
 /**
@@ -125,7 +126,9 @@ export async function runThroughPolicy(
   const rejected = await runPhase(target.policy.inbound, exchange, services, isolate.expressionErrors);
   // A forward-internal's answer stands for the upstream's: the outbound policy runs on it (as on ngrok).
   if (rejected && rejected !== forwarded) return withRateLimitFields(rejected, exchange);
-  const response = rejected ?? (await target.forward(view.forwardable(), exchange));
+  // Costs the response settles (rate-limit's settle_cost) start on the target's answer, as it came.
+  const answered = rejected ?? (await target.forward(view.forwardable(), exchange));
+  const response = settleOnResponse(answered, exchange, afterResponse, isolate.expressionErrors);
   if (target.policy.outbound.length === 0 || response.webSocket) return withRateLimitFields(response, exchange);
 
   exchange.response = { status: response.status, headers: new Headers(response.headers) };

@@ -28,6 +28,11 @@ export interface LimitSpec {
   readonly key?: string;
   /** The cost comes from an expression: never leased, whatever this request's value (leases count cost-1 admissions). */
   readonly weighted?: boolean;
+  /**
+   * Admitted, the cost is a reservation of this id that the response may settle (src/limiter/settle.ts): never
+   * leased, as a leased admission is counted nowhere a settle could find it.
+   */
+  readonly reserve?: string;
 }
 
 export function isCalendar(rule: WindowRule): rule is CalendarSpec {
@@ -60,5 +65,13 @@ export function limitOf(spec: WindowSpec | LimitSpec): LimitSpec {
  */
 export function leasable(limit: LimitSpec): boolean {
   const [only] = limit.windows;
-  return limit.windows.length === 1 && only !== undefined && !isCalendar(only) && only.windowMs >= 60_000 && limit.cost === 1 && !limit.weighted;
+  return (
+    limit.windows.length === 1 &&
+    only !== undefined &&
+    !isCalendar(only) &&
+    only.windowMs >= 60_000 &&
+    limit.cost === 1 &&
+    !limit.weighted &&
+    limit.reserve === undefined
+  );
 }

@@ -129,6 +129,8 @@ export interface Exchange {
   readonly budget: EvaluationBudget;
   /** RateLimit header members collected by rate-limit actions with `ratelimit_headers: true`, in order. */
   rateLimitFields?: RateLimitField[];
+  /** Costs the target's response settles (rate-limit's `settle_cost`), run once by src/gateway/response-settle.ts. */
+  settles?: ResponseSettle[];
   /**
    * The connection as the platform describes it (`request.cf` on Workers), read only when a variable needs it:
    * reading `request.cf` costs (it is materialized on first access).
@@ -170,9 +172,26 @@ export interface BucketRef {
   readonly global?: boolean;
 }
 
-/** `bucketId`: the bucket's fixed-size id (a hash) when the counter names buckets by one. */
+/** A cost the response settles (a rate-limit's `settle_cost`) for one admitted request. */
+export interface ResponseSettle {
+  /** The expression, as failures are reported: `owner` (the compiled expression) and its text. */
+  readonly owner: object;
+  readonly source: string;
+  /** It reads `res.body`: the JSON body is read first, bounded (src/gateway/response-settle.ts). */
+  readonly readsBody: boolean;
+  /**
+   * Evaluates against the response as the target sent it (`body`: res.body, undefined for absent) and sends the
+   * cost; resolves to why the estimate stays instead (undefined once sent). Never rejects.
+   */
+  settle(response: { readonly status: number; readonly headers: Headers }, body: unknown): Promise<string | undefined>;
+}
+
+/**
+ * `bucketId`: the bucket's fixed-size id (a hash) when the counter names buckets by one. `settle`: the count
+ * reserved its cost (a LimitSpec with `reserve`, admitted); sends the settled cost to the bucket, never rejects.
+ */
 export type CountResult =
-  | { readonly ok: true; readonly decision: WindowDecision; readonly bucketId?: string }
+  | { readonly ok: true; readonly decision: WindowDecision; readonly bucketId?: string; readonly settle?: (cost: number) => Promise<void> }
   | { readonly ok: false; readonly code: string; readonly message: string; readonly bucketId?: string };
 
 /**

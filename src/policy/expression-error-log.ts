@@ -66,6 +66,11 @@ export class ExpressionErrorLog implements EvaluationLog, InterpolationLog {
     );
   }
 
+  /** A rate-limit's settle_cost that settled nothing for one response: the request's estimate stays. */
+  settleError(owner: object, source: string, message: string): void {
+    this.report(owner, source, (since) => `traffic policy: settle_cost ${JSON.stringify(clip(source))} failed (${clip(message)}); the estimate stays${since}`);
+  }
+
   /** Writes `line` unless this expression wrote one within the interval or the isolate is at its lines a second. */
   private report(owner: object, source: string, line: (since: string) => string): void {
     const now = this.now();

@@ -3,6 +3,8 @@ declare module "vitest" {
   export interface ProvidedContext {
     upstreamPort: number;
     tcpEchoPort: number;
+    /** test/support/usage-upstream-setup.ts: an upstream answering with LLM usage. */
+    usageUpstreamPort: number;
   }
 }
 export {};

@@ -12,6 +12,7 @@ import { parseDuration } from "../duration.ts";
 import { isRateLimitPolicyName, MAX_RATELIMIT_POLICY_NAME } from "../rate-limit-fields.ts";
 import { defineAction } from "./action.ts";
 import { compileBucketKey, KEY_ERROR } from "./rate-limit-key.ts";
+import { awaitSettle, compileSettleCost, reservationId } from "./rate-limit-settle.ts";
 import { choosePlan, costOf, type LimitPlan, longestWindowMs, type PlannedWindow, planLimits } from "./rate-limit-plan.ts";
 import { capacitySchema, costSchema, MAX_CAPACITY, tiersSchema, windowLabel, windowSeconds, windowsSchema } from "./rate-limit-windows.ts";
 
@@ -61,6 +62,13 @@ export const rateLimitConfig = z
     cost: costSchema
       .optional()
       .describe("What one request costs: an integer 0 to 1000000 or a CEL expression yielding one; default 1. 0 checks without consuming."),
+    settle_cost: z
+      .string({ error: "must be a CEL string" })
+      .min(1, "must not be empty")
+      .optional()
+      .describe(
+        "CEL over the response (res.status_code, res.headers, res.body: its JSON body, up to 64 KiB) whose integer 0 to 1000000 replaces the reserved cost in the windows the request was admitted in; on an error the estimate stays.",
+      ),
     bucket_key: z
       .array(z.string())
       .min(1, "must have at least 1 element")
@@ -143,7 +151,9 @@ export const rateLimitAction = defineAction({
     const key = compileBucketKey(config.bucket_key ?? ["conn.client_ip"], context.phase);
     if (!("key" in key)) return { path: ["bucket_key", key.index], message: key.message };
     const planned = planLimits(config, config.name ?? context.position, context.phase);
-    return "plans" in planned ? undefined : planned;
+    if (!("plans" in planned)) return planned;
+    const settle = compileSettleCost(config.settle_cost, context.phase);
+    return settle && "path" in settle ? settle : undefined;
   },
   compile(config, context) {
     const name = config.name ?? context.position;
@@ -154,8 +164,11 @@ export const rateLimitAction = defineAction({
     const planned = planLimits(config, name, context.phase);
     if (!("plans" in planned)) throw new Error(`rate-limit compiled after its check failed: ${planned.message}`);
     const { plans, cost } = planned;
+    const settle = compileSettleCost(config.settle_cost, context.phase);
+    if (settle && "path" in settle) throw new Error(`rate-limit compiled after its check failed: ${settle.message}`);
     const { enforce, ratelimit_headers: headers } = config;
-    const weighted = !("fixed" in cost) || cost.fixed !== 1;
+    // A settled cost is a cost: its bucket is decided by the object request by request (no leases), as a weighted one.
+    const weighted = !("fixed" in cost) || cost.fixed !== 1 || settle !== undefined;
     // One responder per window, its message fixed now: a flood answers it thousands of times a second.
     const responders = new Map(
       plans.flatMap((plan) =>
@@ -182,14 +195,16 @@ export const rateLimitAction = defineAction({
         const bucket = isGlobal
           ? { scope: exchange.scope, action: name, key: keyValue.name, global: true }
           : { scope: exchange.scope, action: name, key: keyValue.name };
+        const reserve = reservationId(settle);
         const result: CountResult =
           typeof charged !== "number"
             ? { ok: true, decision: invalidCost(plan) }
             : await counter.count(
                 bucket,
-                "expression" in cost ? { windows: plan.rules, cost: charged, key: plan.key, weighted: true } : plan.fixed,
+                "expression" in cost || settle ? { windows: plan.rules, cost: charged, key: plan.key, weighted: true, reserve } : plan.fixed,
                 exchange.afterResponse,
               );
+        if (settle) awaitSettle(settle, exchange, result);
         const reported = result.ok && result.decision.windows ? closestToLimit(result.decision.windows) : 0;
         const window = plan.windows[reported]!;
         const now = Date.now();
