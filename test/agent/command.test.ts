@@ -42,6 +42,18 @@ describe("tollgate agent http", () => {
     });
   });
 
+  it("--pooling-enabled asks for an endpoint pool, as ngrok's flag does; without it the definition has none", async () => {
+    const cwd = await dirWith({});
+    expect(await build(["http", "3000", "--subdomain", "api", "--pooling-enabled"], cwd)).toMatchObject({
+      kind: "run",
+      tunnels: [{ definition: { subdomain: "api", pooling_enabled: true } }],
+    });
+    const plain = await build(["agent", "http", "3000"], cwd);
+    expect(plain.kind === "run" && plain.tunnels[0].definition).not.toHaveProperty("pooling_enabled");
+    const valued = await build(["http", "3000", "--pooling-enabled=yes"], cwd);
+    expect(valued.kind === "error" && valued.message).toContain("--pooling-enabled takes no value (got 'yes')");
+  });
+
   it("validates a traffic policy file with its line numbers", async () => {
     const cwd = await dirWith({ "policy.yml": "inbound:\n  - actions:\n      - type: nope\n" });
     const command = await build(["agent", "http", "3000", "--traffic-policy-file", "policy.yml"], cwd);
@@ -79,6 +91,7 @@ describe("tollgate agent start", () => {
     [["nope"], "no tunnel 'nope' in"],
     [["web", "--all"], "give tunnel names, --all or --none: one of them, not --all and tunnel names"],
     [["web", "--subdomain", "x"], "--subdomain belongs to agent http"],
+    [["web", "--pooling-enabled"], "--pooling-enabled belongs to agent http; set it in the config file"],
   ])("%j is an error: %s", async (args, message) => {
     const cwd = await dirWith({ "agent.yml": config });
     const command = await build(["agent", "start", ...args], cwd);

@@ -132,6 +132,13 @@ describe("ngrok config files", () => {
     });
   });
 
+  it("maps pooling_enabled of a v3 endpoint (ngrok's redundant-agents example) onto the tunnel", async () => {
+    const { result } = await check(
+      "version: 3\nendpoints:\n  - name: my-service\n    url: https://service.example.com\n    pooling_enabled: true\n    upstream:\n      url: http://localhost:8080\n",
+    );
+    expect(result.ok && result.file.config).toMatchObject({ tunnels: { "my-service": { subdomain: "service", pooling_enabled: true } } });
+  });
+
   it("maps a v3 file's agent and endpoints: url → subdomain, upstream.url → addr, traffic_policy and metadata kept", async () => {
     const { result } = await check(
       "version: 3\nagent:\n  authtoken: tok\n  connect_url: http://127.0.0.1:8787\nendpoints:\n  - name: web\n    url: https://web.ngrok.app\n    upstream:\n      url: http://localhost:8080\n      protocol: http1\n    metadata: m\n    bindings: [public]\n    traffic_policy:\n      on_http_request:\n        - actions: [{type: deny}]\n",
@@ -172,8 +179,8 @@ describe("ngrok config files", () => {
       'ngrok.yml:5: endpoints[0].bindings: only ["public"] is supported',
     ],
     [
-      "version: 3\nendpoints:\n  - name: web\n    upstream: {url: 80}\n    pooling_enabled: true\n",
-      "ngrok.yml:5: endpoints[0].pooling_enabled: not supported by Tollgate",
+      "version: 3\nendpoints:\n  - name: web\n    upstream: {url: 80}\n    pooling_enabled: yes please\n",
+      "ngrok.yml:5: endpoints[0].pooling_enabled: must be true or false",
     ],
     [
       "version: 3\nendpoints:\n  - name: web\n    upstream: {url: 80}\n    description: hi\n",

@@ -75,6 +75,11 @@ tunnels:
     ["version: 4\n", "agent.yml:1: version: must be 1 (Tollgate's format), or 2 or 3 (ngrok's)"],
     ["tunnels:\n  web:\n    addr: 1\n    labels: {a: b}\n    proto: http\n", "agent.yml:4: tunnels.web.labels: a tunnel has either labels or proto, not both"],
     [
+      "tunnels:\n  web:\n    addr: 1\n    labels: {a: b}\n    pooling_enabled: true\n",
+      "agent.yml:5: tunnels.web.pooling_enabled: a labeled tunnel has no public host, so no pool to join",
+    ],
+    ["tunnels:\n  web:\n    addr: 1\n    pooling_enabled: 1\n", "agent.yml:4: tunnels.web.pooling_enabled: must be true or false"],
+    [
       "tunnels:\n  web:\n    addr: 1\n    traffic_policy:\n      inbound:\n        - actions:\n            - type: rate-limit\n              config: {name: x, algorithm: sliding_window, capacity: 1, rate: 7s, bucket_key: [conn.client_ip]}\n",
       "agent.yml:8: tunnels.web.traffic_policy.inbound[0].actions[0].config.rate:",
     ],

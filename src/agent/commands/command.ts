@@ -46,6 +46,7 @@ export const OPTIONS = {
   "log-level": { type: "string" },
   name: { type: "string" },
   subdomain: { type: "string" },
+  "pooling-enabled": { type: "boolean" },
   inspect: { type: "string" },
   "traffic-policy-file": { type: "string" },
   all: { type: "boolean" },
@@ -66,6 +67,7 @@ export interface FlagValues {
   "log-level"?: string;
   name?: string;
   subdomain?: string;
+  "pooling-enabled"?: boolean;
   inspect?: string;
   "traffic-policy-file"?: string;
   all?: boolean;

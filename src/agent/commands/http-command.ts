@@ -37,6 +37,7 @@ export async function httpCommand(
 
   const definition: Record<string, unknown> = { proto: "http", addr: args[0] };
   if (values.subdomain !== undefined) definition.subdomain = values.subdomain;
+  if (values["pooling-enabled"]) definition.pooling_enabled = true;
   if (values.inspect !== undefined) {
     if (values.inspect !== "true" && values.inspect !== "false") return error(`--inspect must be true or false, got '${values.inspect}'`);
     definition.inspect = values.inspect === "true";

@@ -7,7 +7,7 @@ import { outputPlan } from "./output.ts";
 
 export async function startCommand(names: readonly string[], values: FlagValues, { cwd, env }: CommandEnvironment, style: "agent" | "ngrok"): Promise<Command> {
   const http = style === "agent" ? "agent http" : "http";
-  for (const flag of ["name", "subdomain", "inspect", "traffic-policy-file"] as const) {
+  for (const flag of ["name", "subdomain", "pooling-enabled", "inspect", "traffic-policy-file"] as const) {
     if (values[flag] !== undefined) return error(`--${flag} belongs to ${http}; set it in the config file for ${style === "agent" ? "agent start" : "start"}`);
   }
   if (names.length > MAX_TUNNEL_NAMES) return error(`start takes at most ${MAX_TUNNEL_NAMES} tunnel names, got ${names.length}`);

@@ -22,6 +22,7 @@ const OPTIONS_TEXT = `Options:
 http only:
   --name NAME               tunnel name (default command_line)
   --subdomain LABEL         public host label wanted (default: a random one)
+  --pooling-enabled         share the URL with the account's other tunnels that pool too (load balanced)
   --inspect=false           do not capture requests of this tunnel
   --traffic-policy-file F   traffic policy (YAML or JSON) for the tunnel
 

@@ -71,7 +71,7 @@ const REFUSED_AGENT_KEYS: Record<string, string> = {
 };
 
 /** Tunnel keys (v2 and v3 `tunnels:`) Tollgate maps as they are. */
-const TUNNEL_KEYS = new Set(["proto", "addr", "inspect", "metadata", "labels", "traffic_policy", "subdomain"]);
+const TUNNEL_KEYS = new Set(["proto", "addr", "inspect", "metadata", "labels", "traffic_policy", "subdomain", "pooling_enabled"]);
 
 const REFUSED_TUNNEL_KEYS: Record<string, string> = {
   auth: "basic auth is not a Tollgate tunnel feature; protect the service itself or use a traffic policy",
@@ -241,9 +241,7 @@ function mapEndpoints(mapper: Mapper, endpoints: unknown, at: PathSegment[]): vo
         if (!Array.isArray(value) || value.some((binding) => binding !== "public")) {
           mapper.refuse([...here, key], 'only ["public"] is supported: Tollgate tunnels are public');
         }
-      } else if (key === "pooling_enabled") {
-        if (value !== false) mapper.refuse([...here, key], "not supported by Tollgate: one agent serves a host name at a time");
-      } else if (key === "traffic_policy" || key === "metadata") mapper.set(["tunnels", name, key], value, [...here, key]);
+      } else if (key === "traffic_policy" || key === "metadata" || key === "pooling_enabled") mapper.set(["tunnels", name, key], value, [...here, key]);
     }
   });
 }

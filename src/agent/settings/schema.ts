@@ -51,11 +51,15 @@ const tunnelFields = {
     .string({ error: "must be a string" })
     .regex(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/, "must be a DNS label: a-z, 0-9 and '-', 1 to 63 characters")
     .optional(),
+  /** Share the public URL with the account's other tunnels that enable pooling too (an endpoint pool, ngrok's `pooling_enabled`). */
+  pooling_enabled: z.boolean({ error: "must be true or false" }).optional(),
 };
 
-function checkTunnel(tunnel: { proto?: string; labels?: Record<string, string>; subdomain?: string }, ctx: z.RefinementCtx): void {
+function checkTunnel(tunnel: { proto?: string; labels?: Record<string, string>; subdomain?: string; pooling_enabled?: boolean }, ctx: z.RefinementCtx): void {
   if (tunnel.labels && tunnel.proto) ctx.addIssue({ code: "custom", message: "a tunnel has either labels or proto, not both", path: ["labels"] });
   if (tunnel.labels && tunnel.subdomain) ctx.addIssue({ code: "custom", message: "a labeled tunnel has no public host, so no subdomain", path: ["subdomain"] });
+  if (tunnel.labels && tunnel.pooling_enabled)
+    ctx.addIssue({ code: "custom", message: "a labeled tunnel has no public host, so no pool to join", path: ["pooling_enabled"] });
 }
 
 /** One tunnel of the config file (its name is the map key). */

@@ -210,6 +210,8 @@ export class TunnelManager {
       metadata: definition.metadata ?? this.options.metadata,
       traffic_policy: definition.traffic_policy,
       subdomain: definition.subdomain ?? tunnel.subdomain,
+      // only when asked: an older edge strips it anyway, and a frame without it reads as before
+      ...(definition.pooling_enabled ? { pooling_enabled: true } : {}),
     };
     let started: Awaited<ReturnType<typeof this.options.session.startTunnel>>;
     try {
