@@ -15,6 +15,8 @@ async function readBody(request: IncomingMessage): Promise<Buffer> {
 
 /** Switchable upstreams for circuit breaker tests: name → failing?, and how often each was called. */
 const flaky = new Map<string, { failing: boolean; hits: number }>();
+/** JWKS documents for jwt-validation tests: PUT /jwks/<name> stores the body, GET serves it and counts the GETs. */
+const jwksDocuments = new Map<string, { body: string; hits: number }>();
 /** Open connections of the TCP echo server, reported at /tcp-connections. */
 let tcpConnections = 0;
 
@@ -24,7 +26,10 @@ function flakyState(name: string) {
   return state;
 }
 
-/** /echo → JSON of what arrived; /bytes/<n> → n bytes streamed; /status/<code> → that status; /delay/<ms> → answers late. */
+/**
+ * /echo → JSON of what arrived; /bytes/<n> → n bytes streamed; /status/<code> → that status; /delay/<ms> → answers
+ * late; /jwks/<name> → a stored JWKS (x-jwks-hits: the GETs so far; HEAD reads it without counting).
+ */
 async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
   const url = new URL(request.url ?? "/", "http://upstream");
   // /flaky/<name>: 500 while failing, else 200; /control/<name>/(fail|recover|hits) switches and reports.
@@ -34,6 +39,16 @@ async function handle(request: IncomingMessage, response: ServerResponse): Promi
     if (control[2] !== "hits") state.failing = control[2] === "fail";
     response.writeHead(200, { "content-type": "application/json" });
     response.end(JSON.stringify(state));
+    return;
+  }
+  const jwks = url.pathname.match(/^\/jwks\/([\w-]+)$/);
+  if (jwks) {
+    const document = jwksDocuments.get(jwks[1]) ?? { body: '{"keys":[]}', hits: 0 };
+    if (request.method === "PUT") document.body = (await readBody(request)).toString("utf8");
+    else if (request.method === "GET") document.hits++;
+    jwksDocuments.set(jwks[1], document);
+    response.writeHead(200, { "content-type": "application/json", "x-jwks-hits": String(document.hits) });
+    response.end(document.body);
     return;
   }
   if (url.pathname === "/tcp-connections") {

@@ -1,14 +1,17 @@
 /**
  * One JWKS URL of a jwt-validation action: the key set it served, kept for this isolate, fetched again when it
- * expires or when a token names a key it lacks, but never more often than the cooldown allows, so that tokens
- * with made-up `kid`s cannot make the gateway hammer the issuer. A set that cannot be had fails closed.
+ * expires or when a token names a key it lacks (a rotation), the latter at most once per cooldown, so that
+ * tokens with made-up `kid`s cannot make the gateway hammer the issuer. A set that cannot be had fails closed.
  */
 
 import { createLocalJWKSet, type JSONWebKeySet, type JWTVerifyGetKey } from "jose";
 
 /** ngrok refreshes its cached JWKS "roughly every 15 minutes"; so does Tollgate. */
 export const JWKS_TTL_MS = 15 * 60_000;
-/** At most one fetch per URL per this interval, whatever tokens arrive (a failed fetch counts too). */
+/**
+ * At most one fetch for unknown `kid`s per URL per this interval, whatever tokens arrive; and after a failed
+ * fetch, none for this long either.
+ */
 export const JWKS_COOLDOWN_MS = 30_000;
 /** How long past its TTL a set is still used while the URL cannot be fetched. */
 export const JWKS_STALE_GRACE_MS = 60 * 60_000;
@@ -33,6 +36,8 @@ interface Held {
 export class RemoteJwks {
   private held: Held | undefined;
   private lastAttemptAt = Number.NEGATIVE_INFINITY;
+  private lastUnknownKeyFetchAt = Number.NEGATIVE_INFINITY;
+  private lastFailed = false;
   private lastError = "";
   private pending: Promise<void> | undefined;
   private readonly fetch: typeof fetch;
@@ -50,7 +55,7 @@ export class RemoteJwks {
   async current(): Promise<KeySetResult> {
     const now = this.now();
     if (this.held && now - this.held.fetchedAt < JWKS_TTL_MS) return { ok: true, getKey: this.held.getKey };
-    if (this.mayFetch(now)) await this.refresh();
+    if (this.pending || !this.lastFailed || now - this.lastAttemptAt >= JWKS_COOLDOWN_MS) await this.refresh();
     return this.usable();
   }
 
@@ -59,14 +64,14 @@ export class RemoteJwks {
    * undefined, as it is when the fetch brought nothing new.
    */
   async refreshedForUnknownKey(): Promise<KeySetResult | undefined> {
-    if (!this.mayFetch(this.now())) return undefined;
+    const now = this.now();
+    if (!this.pending) {
+      if (now - this.lastUnknownKeyFetchAt < JWKS_COOLDOWN_MS || (this.lastFailed && now - this.lastAttemptAt < JWKS_COOLDOWN_MS)) return undefined;
+      this.lastUnknownKeyFetchAt = now;
+    }
     const before = this.held;
     await this.refresh();
     return this.held !== before ? this.usable() : undefined;
-  }
-
-  private mayFetch(now: number): boolean {
-    return this.pending !== undefined || now - this.lastAttemptAt >= JWKS_COOLDOWN_MS;
   }
 
   private usable(): KeySetResult {
@@ -89,8 +94,10 @@ export class RemoteJwks {
       const document = await this.download();
       this.held = { getKey: createLocalJWKSet(document), fetchedAt: this.now() };
       this.lastError = "";
+      this.lastFailed = false;
     } catch (error) {
       this.lastError = error instanceof Error ? error.message : String(error);
+      this.lastFailed = true;
     }
   }
 

@@ -167,3 +167,37 @@ describe("jwt-validation on a route", () => {
     });
   });
 });
+
+describe("jwt-validation with a JWKS served by a local server", () => {
+  const name = `jwks-${Math.random().toString(36).slice(2, 10)}`;
+  const jwksUrl = `${upstream}/jwks/${name}`;
+  const publish = (...keys: Signer[]) =>
+    fetch(jwksUrl, { method: "PUT", body: JSON.stringify({ keys: keys.map((key) => key.jwk) }) }).then((r) => r.body?.cancel());
+  const fetched = async () => Number((await fetch(jwksUrl, { method: "HEAD" })).headers.get("x-jwks-hits"));
+  const jwksRoutes = singleEdge(`      - { id: jwks, match: /jwks, upstream: ${upstream}/svc, traffic_policy: jwks.yaml }\n`, {
+    "policies/jwks.yaml": `on_http_request:\n  - actions:${jwtValidation(`{ additional_jkus: ["${jwksUrl}"] }`)}\n`,
+  });
+  const status = async (token: string) => {
+    const response = await send(jwksRoutes, new Request("http://gw.test/jwks/a", { headers: { authorization: `Bearer ${token}` } }));
+    await response.body?.cancel();
+    return response.status;
+  };
+
+  it("fetches the JWKS once, serves from the cache, follows a rotation by kid, and is not hammered by unknown kids", async () => {
+    await publish(rsa);
+    expect(await status(await rsa.token(claims()))).toBe(200);
+    expect(await fetched()).toBe(1);
+    for (let i = 0; i < 5; i++) expect(await status(await rsa.token(claims({ sub: `s${i}` })))).toBe(200);
+    expect(await fetched()).toBe(1);
+
+    const rotated = await signer("ES256", "ec-rotated");
+    await publish(rsa, rotated);
+    expect(await status(await rotated.token(claims()))).toBe(200);
+    expect(await fetched()).toBe(2);
+
+    const stranger = await signer("ES256", "unused");
+    for (let i = 0; i < 20; i++) expect(await status(await stranger.token(claims(), { kid: `random-${i}` }))).toBe(401);
+    expect(await fetched()).toBe(2);
+    expect(await status(await rotated.token(claims()))).toBe(200);
+  });
+});
