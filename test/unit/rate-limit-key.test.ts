@@ -2,7 +2,7 @@
 
 import { describe, expect, it } from "vitest";
 import { type CompiledBucketKey, compileBucketKey, KEY_ERROR, MAX_KEY_ELEMENT_CHARS, MAX_KEY_ERROR_CHARS } from "../../src/policy/actions/rate-limit-key.ts";
-import { MAX_CEL_WORK_PER_REQUEST } from "../../src/policy/evaluation-budget.ts";
+import { EvaluationBudget, MAX_CEL_WORK_PER_REQUEST } from "../../src/policy/evaluation-budget.ts";
 import { makeExchange } from "./support/exchange.ts";
 
 function keyOf(...elements: string[]): CompiledBucketKey {
@@ -23,6 +23,13 @@ describe("bucket_key", () => {
     });
     // An absent header is '' and no error.
     expect(keyOf("req.headers['x-absent']")(makeExchange())).toEqual({ name: '[""]', shown: "" });
+  });
+
+  it("the seed's forms evaluate no CEL: with the request's CEL budget spent they still read, where a CEL element fails", () => {
+    const spent = () => new EvaluationBudget({ celWork: 0, regexWork: 0, logBytes: 0 });
+    const exchange = makeExchange({ headers: { "x-api-key": "k1" }, budget: spent() });
+    expect(keyOf("req.headers['x-api-key']", "conn.client_ip")(exchange)).toEqual({ name: '["k1","203.0.113.7"]', shown: "k1:203.0.113.7" });
+    expect(keyOf("getReqHeader('x-api-key')[0]")(makeExchange({ headers: { "x-api-key": "k1" }, budget: spent() }))).toMatchObject({ name: "[null]" });
   });
 
   it("a CEL element names the bucket by its string; ints and bools are written as CEL's string() writes them", () => {
