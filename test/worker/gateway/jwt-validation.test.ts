@@ -61,6 +61,7 @@ const jwtValidation = (sources: string) => `
 const routes = singleEdge(
   `      - { id: api, match: /api, upstream: ${upstream}/svc, traffic_policy: api.yaml }
       - { id: down, match: /down, upstream: ${upstream}/svc, traffic_policy: down.yaml }
+      - { id: tiers, match: /tiers, upstream: ${upstream}/svc, traffic_policy: tiers.yaml }
 `,
   {
     "policies/api.yaml": `on_http_request:
@@ -75,6 +76,17 @@ const routes = singleEdge(
     actions:
       - type: add-headers
         config: { headers: { x-plan: pro } }
+`,
+    "policies/tiers.yaml": `on_http_request:
+  - actions:${jwtValidation(`{ inline: ${JSON.stringify([rsa.jwk])} }`)}
+      - type: rate-limit
+        config:
+          name: per-plan
+          bucket_key: [actions.svc.jwt_validation.claims.sub]
+          windows: [{ capacity: 1, rate: 60s }]
+          tiers:
+            - when: "actions.svc.jwt_validation.claims.plan == 'pro'"
+              windows: [{ capacity: 3, rate: 60s }]
 `,
     "policies/down.yaml": `on_http_request:
   - actions:${jwtValidation(`{ additional_jkus: ["${upstream}/status/500"] }`)}
@@ -156,6 +168,20 @@ describe("jwt-validation on a route", () => {
     expect(pro.headers["x-plan"]).toBe("pro");
     const free = (await (await call("/api/p", await hs.token(claims({ sub: "free-user", plan: "free" })))).json()) as Seen;
     expect(free.headers["x-plan"]).toBeUndefined();
+  });
+
+  it("picks a rate-limit tier by the verified plan claim", async () => {
+    const run = async (token: string, count: number) => {
+      const out: number[] = [];
+      for (let i = 0; i < count; i++) {
+        const response = await call("/tiers", token);
+        out.push(response.status);
+        await response.body?.cancel();
+      }
+      return out;
+    };
+    expect(await run(await rsa.token(claims({ sub: "tier-pro", plan: "pro" })), 4)).toEqual([200, 200, 200, 429]);
+    expect(await run(await rsa.token(claims({ sub: "tier-free", plan: "free" })), 2)).toEqual([200, 429]);
   });
 
   it("answers 503 ERR_SVC_7186 when the JWKS cannot be fetched, and lets nothing through", async () => {
