@@ -5,6 +5,7 @@
  * /completion?total=N&pad=B: a JSON completion of B bytes of text whose `usage.total_tokens` is N, written in
  * pieces without a content-length (chunked, as a model streams it out), the usage last as OpenAI's is.
  * /header?total=N: plain text carrying N in x-usage-tokens.
+ * /held?total=N: the completion's first part at once, the rest (with the usage) only after a request to /release.
  */
 
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -13,10 +14,25 @@ import type { TestProject } from "vitest/node";
 
 import type {} from "../worker/provided.d.ts";
 
+/** Completions /held is holding back, released by /release. */
+const held: (() => void)[] = [];
+
 async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
   for await (const _ of request);
   const url = new URL(request.url ?? "/", "http://upstream");
   const total = Number(url.searchParams.get("total") ?? "0");
+  if (url.pathname === "/release") {
+    for (const release of held.splice(0)) release();
+    response.end("released");
+    return;
+  }
+  if (url.pathname === "/held") {
+    response.writeHead(200, { "content-type": "application/json" });
+    response.write(`{"id":"cmpl-1",`);
+    await new Promise<void>((resolve) => held.push(resolve));
+    response.end(`"usage":{"total_tokens":${total}}}`);
+    return;
+  }
   if (url.pathname === "/header") {
     response.writeHead(200, { "content-type": "text/plain", "x-usage-tokens": String(total) });
     response.end("ok");

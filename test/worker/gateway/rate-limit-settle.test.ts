@@ -1,7 +1,9 @@
-import { inject } from "vitest";
-import { describe, expect, it } from "vitest";
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { describe, expect, inject, it } from "vitest";
+import type { Env } from "../../../src/env.ts";
+import { handleGatewayRequest } from "../../../src/gateway/pipeline.ts";
 import { upstreamHandlers } from "../../../src/worker.ts";
-import { send, singleEdge } from "./harness.ts";
+import { newIsolate, send, singleEdge } from "./harness.ts";
 
 const upstream = `http://127.0.0.1:${inject("usageUpstreamPort")}`;
 
@@ -83,5 +85,23 @@ describe("rate-limit settle_cost through the Worker, against an upstream reporti
     const fourth = await send(routes, completion("/header?total=650", 650), {}, upstreamHandlers);
     expect(fourth.status).toBe(200);
     await fourth.text();
+  });
+
+  it("never holds the response up: the client reads the first bytes while the upstream still holds the usage back", async () => {
+    const routes = llmGateway(tokens("res.body.usage.total_tokens"));
+    const ctx = createExecutionContext();
+    const response = await handleGatewayRequest(completion("/held?total=40", 500), env as Env, ctx, routes, upstreamHandlers, newIsolate());
+    const reader = response.body!.getReader();
+    const first = await reader.read();
+    expect(new TextDecoder().decode(first.value)).toBe('{"id":"cmpl-1",');
+    await (await fetch(`${upstream}/release`)).text();
+    let rest = "";
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) rest += new TextDecoder().decode(chunk.value);
+    expect(rest).toBe('"usage":{"total_tokens":40}}');
+    await waitOnExecutionContext(ctx);
+    // 40 settled, not 500 reserved: 960 fit.
+    const next = await send(routes, completion("/completion?total=1", 960), {}, upstreamHandlers);
+    expect(next.status).toBe(200);
+    await next.text();
   });
 });
