@@ -62,12 +62,30 @@ export interface JwtValidationVars {
   error: { code: string; message: string };
 }
 
+/** What the last url-rewrite or redirect did (ngrok's `actions.ngrok.url_rewrite.*`, `.redirect.*`). */
+export interface UrlReplacementVars {
+  /** The first match of `from` and its groups ('' for one that did not take part); empty when nothing matched. */
+  matches: string[];
+  /** The URL made: the one sent upstream, or the redirect's Location; '' before. */
+  url: string;
+  /** Why the URL was left as it was (a bound, another host), else ''. */
+  error: { code: string; message: string };
+}
+
+/** What the last basic-auth found (ngrok's `actions.ngrok.basic_auth.credentials.*`); never the password. */
+export interface BasicAuthVars {
+  credentials: { presented: boolean; username: string; authorized: boolean };
+}
+
 /** Result variables of actions that ran, readable as `actions.svc.<action>.*` (last execution only). */
 export interface ActionVars {
   rate_limit: RateLimitVars;
   restrict_ips: RestrictIpsVars;
   verify_webhook: VerifyWebhookVars;
   jwt_validation: JwtValidationVars;
+  url_rewrite: UrlReplacementVars;
+  redirect: UrlReplacementVars;
+  basic_auth: BasicAuthVars;
 }
 
 /** One member of the RateLimit-Policy and RateLimit header fields, from one rate-limit decision. */
@@ -160,6 +178,9 @@ export function initialVars(): ActionVars {
     restrict_ips: { denied: false, action: "", matched_cidr: "", error: { code: "", message: "" } },
     verify_webhook: { verified: false, error: { code: "", message: "" } },
     jwt_validation: { tokens: [], claims: new Map(), error: { code: "", message: "" } },
+    url_rewrite: { matches: [], url: "", error: { code: "", message: "" } },
+    redirect: { matches: [], url: "", error: { code: "", message: "" } },
+    basic_auth: { credentials: { presented: false, username: "", authorized: false } },
   };
 }
 

@@ -3,15 +3,18 @@
 import { z } from "zod";
 import {
   addHeadersAction,
+  basicAuthAction,
   customResponseAction,
   denyAction,
   forwardInternalAction,
   jwtValidationAction,
   logAction,
   rateLimitAction,
+  redirectAction,
   removeHeadersAction,
   restrictIpsAction,
   setVarsAction,
+  urlRewriteAction,
   verifyWebhookAction,
   type ActionDefinition,
 } from "./actions/index.ts";
@@ -30,6 +33,9 @@ export const actionDefinitions: ReadonlyMap<string, ActionDefinition> = new Map(
     setVarsAction,
     verifyWebhookAction,
     jwtValidationAction,
+    urlRewriteAction,
+    redirectAction,
+    basicAuthAction,
   ].map((action) => [action.type, action as unknown as ActionDefinition]),
 );
 

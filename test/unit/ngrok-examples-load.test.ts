@@ -28,6 +28,13 @@ interface TenantOnly {
 
 /** Every fixture, and what it must do at load. A fixture missing here (or an entry without a file) fails. */
 const EXPECTED: Readonly<Record<string, typeof LOADS | Refusal | TenantOnly>> = {
+  "basic-auth-after-ip-restriction.yaml": LOADS,
+  "basic-auth-agent-config.yaml": LOADS,
+  "basic-auth-credentials.yaml": LOADS,
+  "basic-auth-object-credentials.yaml": {
+    why: "credentials are username:password strings (ngrok's config reference); this example of its docs writes maps",
+    says: [/on_http_request\[0\]\.actions\[0\]\.config\.credentials\[0\]: must be a string/],
+  },
   "forward-binding-internal.yaml": LOADS,
   "forward-by-cookie.yaml": LOADS,
   "forward-by-host.yaml": LOADS,
@@ -93,6 +100,10 @@ const EXPECTED: Readonly<Record<string, typeof LOADS | Refusal | TenantOnly>> = 
     why: "res.status_code is an int compared with the string '200': a type error, which never holds",
     says: [/on_http_response\[0\]\.expressions\[0\]: .*(int|string|overload|type)/i],
   },
+  "redirect-api-v1-to-v2.yaml": LOADS,
+  "redirect-api-version-regex.yaml": LOADS,
+  "redirect-geo-city.yaml": LOADS,
+  "redirect-products.yaml": LOADS,
   "refused-actions-not-a-list.yaml": {
     why: "actions written as a map where the schema wants a list of entries (ngrok's too)",
     says: [/on_http_request: must be a list of entries, got a map/],
@@ -101,6 +112,11 @@ const EXPECTED: Readonly<Record<string, typeof LOADS | Refusal | TenantOnly>> = 
     why: "${.ngrok.geo.country_code} names no variable",
     says: [/on_http_request\[0\]\.actions\[0\]\.config\.headers\.country: .*ngrok/],
   },
+  "rewrite-a-b-test.yaml": LOADS,
+  "rewrite-blog-permalink.yaml": LOADS,
+  "rewrite-products-interpolated.yaml": LOADS,
+  "rewrite-products-path.yaml": LOADS,
+  "rewrite-products-regex.yaml": LOADS,
   "responses-block-countries.yaml": LOADS,
   "responses-debug-query-param.yaml": LOADS,
   "responses-deny-all.yaml": LOADS,

@@ -7,6 +7,7 @@ import { BOOL, record, STRING, type Type } from "../cel-types.ts";
 import type { Exchange } from "../exchange.ts";
 import type { VariableFamily } from "./family.ts";
 import { jwtValidationResults, jwtValidationType } from "./jwt-validation-results.ts";
+import { urlActionResults, urlActionTypes } from "./url-action-results.ts";
 import { verifyWebhookResults, verifyWebhookType } from "./verify-webhook-results.ts";
 
 const error = (of: string) => record(`${of}.error`, { code: STRING, message: STRING });
@@ -18,6 +19,7 @@ function results(namespace: string): Type {
     restrict_ips: record(`${at}.restrict_ips`, { denied: BOOL, action: STRING, matched_cidr: STRING, error: error(`${at}.restrict_ips`) }),
     verify_webhook: verifyWebhookType(at),
     jwt_validation: jwtValidationType(at),
+    ...urlActionTypes(at),
   });
 }
 
@@ -25,7 +27,15 @@ export const ACTIONS = record("actions", { svc: results("svc"), ngrok: results("
 
 function actionResults(exchange: Exchange): Map<string, unknown> {
   // Read once per snapshot (test/unit/phase-variables.test.ts counts it).
-  const { rate_limit: rateLimit, restrict_ips: restrictIps, verify_webhook: verifyWebhook, jwt_validation: jwtValidation } = exchange.vars;
+  const {
+    rate_limit: rateLimit,
+    restrict_ips: restrictIps,
+    verify_webhook: verifyWebhook,
+    jwt_validation: jwtValidation,
+    url_rewrite: urlRewrite,
+    redirect,
+    basic_auth: basicAuth,
+  } = exchange.vars;
   const errorOf = (value: { code: string; message: string }) =>
     new Map([
       ["code", value.code],
@@ -51,6 +61,7 @@ function actionResults(exchange: Exchange): Map<string, unknown> {
     ],
     ["verify_webhook", verifyWebhookResults(verifyWebhook)],
     ["jwt_validation", jwtValidationResults(jwtValidation)],
+    ...urlActionResults({ url_rewrite: urlRewrite, redirect, basic_auth: basicAuth }),
   ]);
   return new Map([
     ["svc", namespace],

@@ -40,6 +40,7 @@ const INTERNAL_HOSTS = [
   "control.internal",
   "a.internal",
   "b.internal",
+  "service.internal",
 ];
 
 const edge = (id: string, hostnames: string[], routeUpstream: string, policy?: string) => `
