@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 import { decodeRow, encodeRow } from "../../src/limiter/bucket-row.ts";
 import { type BucketRow, BucketTable, type RowStore } from "../../src/limiter/bucket-table.ts";
 import { CALENDAR_PERIODS, periodAt } from "../../src/limiter/calendar-period.ts";
-import { RESERVATION_TTL_MS } from "../../src/limiter/settle.ts";
+import { MAX_RESERVATIONS, RESERVATION_TTL_MS } from "../../src/limiter/settle.ts";
 import { subWindowLength } from "../../src/limiter/sliding-window.ts";
 import { isCalendar, windowKey, type WindowRule } from "../../src/limiter/window-rules.ts";
 
@@ -151,5 +151,23 @@ describe("costs settled from the response", () => {
       ),
       { numRuns: 300 },
     );
+  });
+
+  it("keeps at most 256 open reservations a bucket: the oldest beyond them keep their estimate", () => {
+    const table = new BucketTable(encodedStore());
+    const windows = [{ capacity: 1_000_000, windowMs: 60_000 }];
+    const now = T0;
+    const count = MAX_RESERVATIONS + 44;
+    for (let i = 0; i < count; i++) table.decide([{ id: "b", windows, cost: 10, want: 1, leaseMs: 0, forRequest: true, reserve: `r${i}` }], now);
+    table.flush();
+    const settled = table.settle(
+      Array.from({ length: count }, (_, i) => ({ id: "b", reservation: `r${i}`, cost: 0 })),
+      now,
+    ).applied;
+    expect(settled.filter((applied) => !applied)).toHaveLength(44);
+    expect(settled.slice(44).every(Boolean)).toBe(true);
+    // 44 estimates of 10 stay counted.
+    const [check] = table.decide([{ id: "b", windows, cost: 0, want: 1, leaseMs: 0, forRequest: true }], now).decisions;
+    expect(check!.remaining).toBe(1_000_000 - 440);
   });
 });
