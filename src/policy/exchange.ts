@@ -1,5 +1,6 @@
 /** The request/response pair a traffic policy acts on, as plain values the engine can read and change. */
 
+import type { CircuitBreakers } from "../breaker/circuits.ts";
 import type { WindowDecision, WindowSpec } from "../limiter/sliding-window.ts";
 import type { LimitSpec } from "../limiter/window-rules.ts";
 import type { EvaluationBudget } from "./evaluation-budget.ts";
@@ -77,11 +78,19 @@ export interface BasicAuthVars {
   credentials: { presented: boolean; username: string; authorized: boolean };
 }
 
+export interface CircuitBreakerVars {
+  /** The circuit was open: answered 503, or would have with `enforce: false`. */
+  tripped: boolean;
+  /** How the request found its circuit: closed, open, half_open (it is the probe), unavailable; '' before the action ran. */
+  state: string;
+}
+
 /** Result variables of actions that ran, readable as `actions.svc.<action>.*` (last execution only). */
 export interface ActionVars {
   rate_limit: RateLimitVars;
   restrict_ips: RestrictIpsVars;
   verify_webhook: VerifyWebhookVars;
+  circuit_breaker: CircuitBreakerVars;
   jwt_validation: JwtValidationVars;
   url_rewrite: UrlReplacementVars;
   redirect: UrlReplacementVars;
@@ -164,6 +173,12 @@ export interface Exchange {
    * owner that an internal URL names (its policy, then its upstream). Absent where nothing may be forwarded to.
    */
   readonly forwardInternal?: (url: URL) => Promise<InternalForwardResult>;
+  /**
+   * Told the status of the upstream's answer (or of a forward-internal's, which stands for it) once it arrives, by
+   * the gateway; never told when the inbound phase answered itself. A circuit-breaker adds one to record the
+   * outcome; a returned promise is awaited before the response goes out.
+   */
+  upstreamObservers?: Array<(status: number) => Promise<void> | undefined>;
 }
 
 /**
@@ -177,6 +192,7 @@ export function initialVars(): ActionVars {
     rate_limit: { bucket_key: "", limited: false, error: { code: "", message: "" } },
     restrict_ips: { denied: false, action: "", matched_cidr: "", error: { code: "", message: "" } },
     verify_webhook: { verified: false, error: { code: "", message: "" } },
+    circuit_breaker: { tripped: false, state: "" },
     jwt_validation: { tokens: [], claims: new Map(), error: { code: "", message: "" } },
     url_rewrite: { matches: [], url: "", error: { code: "", message: "" } },
     redirect: { matches: [], url: "", error: { code: "", message: "" } },
@@ -258,6 +274,8 @@ export interface ActionServices {
   readonly decisions?: DecisionSink;
   /** Where a `${…}` that fails at request time is reported; absent: a log of the policy engine's own. */
   readonly interpolationErrors?: InterpolationLog;
+  /** The circuits of circuit-breaker actions; absent (tools, tests): every circuit reads closed. */
+  readonly breakers?: CircuitBreakers;
 }
 
 /** Where failed `${…}` interpolations are reported, at a bounded rate (ExpressionErrorLog is one). */
