@@ -24,6 +24,9 @@ const agents: ChildProcess[] = [];
 /** A local service that answers every request with its own name. */
 async function namedServer(name: string): Promise<number> {
   const server = createServer((_request, response) => response.end(name));
+  // Longer than the agent keeps an idle local connection (4 s), with room for a loaded machine's late timers:
+  // the server never closes a connection the agent is about to reuse, which would be a 502 of its own.
+  server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   servers.push(server);
   return (server.address() as AddressInfo).port;
