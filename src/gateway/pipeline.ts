@@ -28,7 +28,7 @@ import type { Route } from "./gateway-config.ts";
 import { policyLoadError } from "./policy-error.ts";
 import type { RouteTable } from "./route-table.ts";
 import { dispatch, type UpstreamHandlers } from "./upstream.ts";
-import { withCircuitBreaker } from "./modules/breaker-client.ts";
+import { policyCircuits, withCircuitBreaker } from "./modules/breaker-client.ts";
 import type { BreakerMemory } from "./modules/breaker-memory.ts";
 import type { RouteModulesCache } from "./modules/route-modules.ts";
 import { bridgeWebSocketToTcp } from "./modules/websocket-tcp.ts";
@@ -121,13 +121,25 @@ export async function runThroughPolicy(
   };
   // INGRESS_ID when configured; else the data center, remembered per isolate (reading request.cf is costly).
   const ingress = env.INGRESS_ID || isolate.buckets.ingress.of(() => ingressId(env, request));
-  const services: ActionServices = { ...rateLimitServices(env, ingress, isolate.buckets), interpolationErrors: isolate.expressionErrors };
+  const services: ActionServices = {
+    ...rateLimitServices(env, ingress, isolate.buckets),
+    interpolationErrors: isolate.expressionErrors,
+    breakers: policyCircuits(env, afterResponse, isolate.breakers, ingress),
+  };
 
   const rejected = await runPhase(target.policy.inbound, exchange, services, isolate.expressionErrors);
   // A forward-internal's answer stands for the upstream's: the outbound policy runs on it (as on ngrok).
   if (rejected && rejected !== forwarded) return withRateLimitFields(rejected, exchange);
   // Costs the response settles (rate-limit's settle_cost) start on the target's answer, as it came.
-  const answered = rejected ?? (await target.forward(view.forwardable(), exchange));
+  let answered: Response;
+  try {
+    answered = rejected ?? (await target.forward(view.forwardable(), exchange));
+  } catch (error) {
+    // An upstream that broke the gateway's own call failed as surely as one that answered 502.
+    if (exchange.upstreamObservers) await observeUpstream(exchange.upstreamObservers, 502);
+    throw error;
+  }
+  if (exchange.upstreamObservers) await observeUpstream(exchange.upstreamObservers, answered.status);
   const response = settleOnResponse(answered, exchange, afterResponse, isolate.expressionErrors);
   if (target.policy.outbound.length === 0 || response.webSocket) return withRateLimitFields(response, exchange);
 
@@ -143,6 +155,11 @@ export async function runThroughPolicy(
     new Response(response.body, { status: response.status, statusText: response.statusText, headers: exchange.response.headers }),
     exchange,
   );
+}
+
+/** Tells circuit-breakers the upstream's status; waits for those whose record must land first (a half-open probe). */
+async function observeUpstream(observers: NonNullable<Exchange["upstreamObservers"]>, status: number): Promise<void> {
+  await Promise.all(observers.map((observe) => observe(status)));
 }
 
 /**
