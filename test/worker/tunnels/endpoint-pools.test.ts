@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { MAX_POOL_MEMBERS } from "../../../src/tunnels/host-claims.ts";
 import type { FrameOf } from "../../../src/tunnels/protocol.ts";
 import { listOnlineTunnels } from "../../../src/tunnels/registry-client.ts";
+import { TunnelRegistry } from "../../../src/tunnels/registry-object.ts";
 import { TEST_KEYS } from "../management/keys.ts";
 import { connectAgent, publicFetch, type FakeAgent } from "./fake-agent.ts";
 
@@ -160,6 +161,22 @@ describe("endpoint pools", () => {
     b.send({ type: "stop_tunnel", request_id: 92, tunnel_id: joiner.id });
     await b.next("tunnel_stopped", (frame) => frame.request_id === 92);
     expect(await counted("acct_dev", "pool-quota")).toBe(true);
+  });
+
+  it("a registry from before pools keeps its held host names under the new key", async () => {
+    await runInDurableObject(env.TUNNEL_REGISTRY.get(env.TUNNEL_REGISTRY.idFromName("acct_migrated")), (_instance, state) => {
+      const sql = state.storage.sql;
+      sql.exec("DROP TABLE held_hosts");
+      sql.exec("CREATE TABLE held_hosts (label TEXT PRIMARY KEY, tunnel_id TEXT NOT NULL, session_id TEXT NOT NULL, held_until INTEGER NOT NULL)");
+      sql.exec("INSERT INTO held_hosts VALUES ('kept', 'tn_old', 'ts_old', ?)", Date.now() + 60_000);
+      sql.exec("UPDATE meta SET value = 3 WHERE key = 'schema'");
+      const migrated = new TunnelRegistry(state, env);
+      expect(sql.exec("SELECT label, tunnel_id FROM held_hosts").toArray()).toEqual([{ label: "kept", tunnel_id: "tn_old" }]);
+      expect(sql.exec<{ value: number }>("SELECT value FROM meta WHERE key = 'schema'").one().value).toBe(4);
+      // a second row of the same label is a pool member now, not a conflict
+      sql.exec("INSERT INTO held_hosts VALUES ('kept', 'tn_new', 'ts_new', ?)", Date.now() + 60_000);
+      expect(migrated.holdHost("other", "tn_x", "ts_x", 1, 60_000)).toMatchObject({ ok: false, held: 1 });
+    });
   });
 
   it("without opting in, a second tunnel for a taken URL is refused as before, whichever side did not opt in", async () => {
