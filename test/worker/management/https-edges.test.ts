@@ -2,6 +2,7 @@
 
 import { describe, expect, it } from "vitest";
 import { ORIGIN, RFC3339_UTC, call, callError, callJson } from "./helpers.ts";
+import { API_ROUTE_INDEX, GATEWAY_ROUTES } from "./gateway-routes.ts";
 
 const EDGE = "edghts_local";
 
@@ -47,7 +48,7 @@ describe("HTTPS edges of policies/gateway.yaml", () => {
       created_at: edge.created_at,
       uri: `${ORIGIN}/edges/https/${EDGE}`,
       hostports: ["127.0.0.1:80", "localhost:80"],
-      routes: [route("edghtsrt_demo", "/demo", edge.routes[0].created_at), route("edghtsrt_api", "/", edge.routes[1].created_at)],
+      routes: GATEWAY_ROUTES.map(([id, match], index) => route(id, match, edge.routes[index].created_at)),
     });
     for (const listed of edge.routes) expect(listed.created_at).toMatch(RFC3339_UTC);
   });
@@ -57,7 +58,7 @@ describe("HTTPS edges of policies/gateway.yaml", () => {
     const again = await callJson<HttpsEdge>("GET", `/edges/https/${EDGE}`, 200);
     expect(again).toEqual(first);
     const viaRoute = await callJson<HttpsEdgeRoute>("GET", `/edges/https/${EDGE}/routes/edghtsrt_api`, 200);
-    expect(viaRoute.created_at).toBe(first.routes[1].created_at);
+    expect(viaRoute.created_at).toBe(first.routes[API_ROUTE_INDEX].created_at);
   });
 
   it("GET /edges/https/{id} and …/routes/{id} show the route's stored modules, and omit those it does not have", async () => {
@@ -69,7 +70,7 @@ describe("HTTPS edges of policies/gateway.yaml", () => {
     const shown = await callJson<HttpsEdgeRoute>("GET", path, 200);
     expect(shown).toEqual({ ...route("edghtsrt_api", "/", shown.created_at), circuit_breaker: breaker, websocket_tcp_converter: { enabled: false } });
     const edge = await callJson<HttpsEdge>("GET", `/edges/https/${EDGE}`, 200);
-    expect(edge.routes[1]).toEqual(shown);
+    expect(edge.routes[API_ROUTE_INDEX]).toEqual(shown);
 
     await call("DELETE", `${path}/circuit_breaker`);
     await call("DELETE", `${path}/websocket_tcp_converter`);

@@ -16,6 +16,7 @@ import wretch from "wretch";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ORIGIN, RFC3339_UTC } from "./helpers.ts";
 import { TEST_KEYS } from "./keys.ts";
+import { API_ROUTE_INDEX, GATEWAY_ROUTES } from "./gateway-routes.ts";
 
 const EDGE = "edghts_local";
 const ROUTE = "edghtsrt_demo";
@@ -162,12 +163,9 @@ describe("@ngrok/ngrok-api against Tollgate", () => {
 
     const edge = await ngrok.edges.edgesHttps.get(EDGE);
     expect(edge).toMatchObject({ id: EDGE, uri: `${ORIGIN}/edges/https/${EDGE}`, hostports: ["127.0.0.1:80", "localhost:80"] });
-    expect(edge.routes.map((route) => [route.id, route.matchType, route.match])).toEqual([
-      [ROUTE, "path_prefix", "/demo"],
-      ["edghtsrt_api", "path_prefix", "/"],
-    ]);
+    expect(edge.routes.map((route) => [route.id, route.matchType, route.match])).toEqual(GATEWAY_ROUTES.map(([id, match]) => [id, "path_prefix", match]));
     expect(await ngrok.edges.edgesHttps.list()).toEqual([edge]);
-    expect(await ngrok.edges.edgesHttpsRoutes.get({ edgeId: EDGE, id: "edghtsrt_api" })).toEqual(edge.routes[1]);
+    expect(await ngrok.edges.edgesHttpsRoutes.get({ edgeId: EDGE, id: "edghtsrt_api" })).toEqual(edge.routes[API_ROUTE_INDEX]);
     expect(sent.at(-1)).toMatchObject({ method: "GET", url: `${ORIGIN}/edges/https/${EDGE}/routes/edghtsrt_api` });
   });
 
