@@ -3,6 +3,7 @@
 import { z } from "zod";
 import {
   addHeadersAction,
+  circuitBreakerAction,
   basicAuthAction,
   customResponseAction,
   denyAction,
@@ -36,6 +37,7 @@ export const actionDefinitions: ReadonlyMap<string, ActionDefinition> = new Map(
     urlRewriteAction,
     redirectAction,
     basicAuthAction,
+    circuitBreakerAction,
   ].map((action) => [action.type, action as unknown as ActionDefinition]),
 );
 

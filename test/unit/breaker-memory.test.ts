@@ -58,3 +58,14 @@ describe("breaker memory", () => {
     expect(memory.size).toBe(MAX_REMEMBERED_BREAKERS);
   });
 });
+
+describe("breaker memory under a tenant's flood of circuits", () => {
+  it("10,000 tunnels' circuit-breaker actions keep it at MAX_REMEMBERED_BREAKERS, the latest remembered", () => {
+    const memory = new BreakerMemory({ now: () => 0 });
+    const name = (i: number) => JSON.stringify(["ingress", `tunnel:tn_${String(i).padStart(27, "0")}`, "inbound[15].actions[7]"]);
+    for (let i = 0; i < 10_000; i++) memory.learn(name(i), closed);
+    expect(memory.size).toBe(MAX_REMEMBERED_BREAKERS);
+    expect(memory.consult(name(9_999))).toEqual({ kind: "pass" });
+    expect(memory.consult(name(0))).toEqual({ kind: "ask" });
+  });
+});

@@ -125,7 +125,7 @@ describe("npm run policy:check", () => {
       "policies/api.yaml:2: inbound[0].expressions[0]: invalid CEL: 1:12: found = but expecting end of input",
       "policies/api.yaml:5: inbound[1].actions[0].config.rate: must be a multiple of 10s",
       "policies/api.yaml:6: inbound[2].expressions[0]: invalid CEL: getResHeader is only available in outbound expressions",
-      'policies/api.yaml:7: inbound[2].actions[0].type: unknown action type "nope" (expected one of rate-limit, deny, custom-response, add-headers, remove-headers, log, restrict-ips, forward-internal, set-vars, verify-webhook, jwt-validation, url-rewrite, redirect, basic-auth)',
+      'policies/api.yaml:7: inbound[2].actions[0].type: unknown action type "nope" (expected one of rate-limit, deny, custom-response, add-headers, remove-headers, log, restrict-ips, forward-internal, set-vars, verify-webhook, jwt-validation, url-rewrite, redirect, basic-auth, circuit-breaker)',
       "policies/api.yaml:9: outbound[0].expressions[0]: invalid CEL: unknown field 'status' of res",
       "policies/gateway.yaml:3: edges[0].hostnames[0]: must be a lower-case host name without port, '*.<domain>' or '*'",
       "policies/gateway.yaml:14: edges[0].routes[1].traffic_policy.inbound[0].expressions[0]: invalid CEL: unknown field 'nope' of req",

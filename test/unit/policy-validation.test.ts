@@ -272,7 +272,7 @@ describe("rate-limit algorithm and keys", () => {
 
 describe("action types", () => {
   const TYPES =
-    "rate-limit, deny, custom-response, add-headers, remove-headers, log, restrict-ips, forward-internal, set-vars, verify-webhook, jwt-validation, url-rewrite, redirect, basic-auth";
+    "rate-limit, deny, custom-response, add-headers, remove-headers, log, restrict-ips, forward-internal, set-vars, verify-webhook, jwt-validation, url-rewrite, redirect, basic-auth, circuit-breaker";
 
   it("an unknown action type is refused", () => {
     expect(problems(action("throttle", "rate: 5"))).toEqual([at(3, "inbound[0].actions[0].type", `unknown action type "throttle" (expected one of ${TYPES})`)]);

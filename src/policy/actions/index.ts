@@ -1,3 +1,4 @@
+export { circuitBreakerAction } from "./circuit-breaker.ts";
 export { customResponseAction } from "./custom-response.ts";
 export { denyAction } from "./deny.ts";
 export { forwardInternalAction } from "./forward-internal.ts";

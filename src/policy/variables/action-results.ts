@@ -8,6 +8,7 @@ import type { Exchange } from "../exchange.ts";
 import type { VariableFamily } from "./family.ts";
 import { jwtValidationResults, jwtValidationType } from "./jwt-validation-results.ts";
 import { urlActionResults, urlActionTypes } from "./url-action-results.ts";
+import { circuitBreakerResults, circuitBreakerType } from "./circuit-breaker-results.ts";
 import { verifyWebhookResults, verifyWebhookType } from "./verify-webhook-results.ts";
 
 const error = (of: string) => record(`${of}.error`, { code: STRING, message: STRING });
@@ -18,6 +19,7 @@ function results(namespace: string): Type {
     rate_limit: record(`${at}.rate_limit`, { bucket_key: STRING, limited: BOOL, error: error(`${at}.rate_limit`) }),
     restrict_ips: record(`${at}.restrict_ips`, { denied: BOOL, action: STRING, matched_cidr: STRING, error: error(`${at}.restrict_ips`) }),
     verify_webhook: verifyWebhookType(at),
+    circuit_breaker: circuitBreakerType(at),
     jwt_validation: jwtValidationType(at),
     ...urlActionTypes(at),
   });
@@ -35,6 +37,7 @@ function actionResults(exchange: Exchange): Map<string, unknown> {
     url_rewrite: urlRewrite,
     redirect,
     basic_auth: basicAuth,
+    circuit_breaker: circuitBreaker,
   } = exchange.vars;
   const errorOf = (value: { code: string; message: string }) =>
     new Map([
@@ -60,6 +63,7 @@ function actionResults(exchange: Exchange): Map<string, unknown> {
       ]),
     ],
     ["verify_webhook", verifyWebhookResults(verifyWebhook)],
+    ["circuit_breaker", circuitBreakerResults(circuitBreaker)],
     ["jwt_validation", jwtValidationResults(jwtValidation)],
     ...urlActionResults({ url_rewrite: urlRewrite, redirect, basic_auth: basicAuth }),
   ]);
