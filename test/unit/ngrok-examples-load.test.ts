@@ -31,6 +31,7 @@ const EXPECTED: Readonly<Record<string, typeof LOADS | Refusal | TenantOnly>> = 
   "basic-auth-after-ip-restriction.yaml": LOADS,
   "basic-auth-agent-config.yaml": LOADS,
   "basic-auth-credentials.yaml": LOADS,
+  "circuit-breaker-basic.yaml": LOADS,
   "basic-auth-object-credentials.yaml": {
     why: "credentials are username:password strings (ngrok's config reference); this example of its docs writes maps",
     says: [/on_http_request\[0\]\.actions\[0\]\.config\.credentials\[0\]: must be a string/],
