@@ -5,7 +5,7 @@ import { ErrorCode, ServiceError } from "../errors.ts";
 import type { BreakerView } from "./circuit.ts";
 
 /** `open` or `half_open`: how the circuit stood when it refused the request. */
-export const BREAKER_STATE_HEADER = "x-tollgate-circuit";
+const BREAKER_STATE_HEADER = "x-tollgate-circuit";
 
 /** Names a circuit in the answer: `of` ends "The circuit breaker of …"; `configuredBy` names what opened it for the operator. */
 export interface CircuitLabel {

@@ -73,7 +73,13 @@ describe("BucketTable", () => {
   it("writes a bucket touched several times in a batch once, and nothing for a rejected take", () => {
     const { store } = mapStore();
     const writes: string[] = [];
-    const table = new BucketTable({ ...store, write: (id, row, expires) => (writes.push(id), store.write(id, row, expires)) });
+    const table = new BucketTable({
+      ...store,
+      write: (id, row, expires) => {
+        writes.push(id);
+        store.write(id, row, expires);
+      },
+    });
     const request = (id: string): TakeRequest => ({ id, spec: { capacity: 2, windowMs: 1_000 }, want: 1, leaseMs: 0, forRequest: true });
     const { earliestWritten } = takeAll(table, [request("a"), request("a"), request("b")], 5_000);
     expect(writes).toEqual(["a", "b"]);

@@ -7,4 +7,12 @@ declare module "vitest" {
     usageUpstreamPort: number;
   }
 }
+
+declare global {
+  /** Vite's `import.meta.glob`, as the worker tests use it to bundle fixture files (workerd has no file system). */
+  interface ImportMeta {
+    glob<T = unknown>(pattern: string, options: { query?: string; import?: string; eager: true }): Record<string, T>;
+  }
+}
+
 export {};

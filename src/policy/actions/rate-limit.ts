@@ -14,9 +14,8 @@ import { defineAction } from "./action.ts";
 import { compileBucketKey, KEY_ERROR } from "./rate-limit-key.ts";
 import { awaitSettle, compileSettleCost, reservationId } from "./rate-limit-settle.ts";
 import { choosePlan, costOf, type LimitPlan, longestWindowMs, type PlannedWindow, planLimits } from "./rate-limit-plan.ts";
-import { capacitySchema, costSchema, MAX_CAPACITY, tiersSchema, windowLabel, windowSeconds, windowsSchema } from "./rate-limit-windows.ts";
+import { capacitySchema, costSchema, tiersSchema, windowLabel, windowSeconds, windowsSchema } from "./rate-limit-windows.ts";
 
-export { MAX_CAPACITY };
 export { canonicalCredentials } from "./rate-limit-key.ts";
 
 const MIN_RATE_MS = 60_000;

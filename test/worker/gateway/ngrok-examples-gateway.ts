@@ -1,4 +1,3 @@
-/// <reference types="vite/client" />
 /**
  * One gateway serving every fixture of test/fixtures/ngrok-examples/ (ngrok's documented traffic policies) at
  * its own host, `<fixture name>.test`, in front of the real local upstream; and the `.internal` hosts that the
