@@ -22,6 +22,7 @@ import { AGENT_VERSION } from "../../src/agent/version.ts";
 import { ngrokClient } from "../agent/support/ngrok-client.ts";
 import { startUpstream, type Upstream } from "../agent/support/upstream.ts";
 import { DEV_KEY, Edge } from "./support/edge.ts";
+import { GATEWAY_ROUTES } from "../shared/gateway-routes.ts";
 
 const EDGE = "edghts_local";
 const ROUTE = "edghtsrt_demo";
@@ -351,10 +352,7 @@ describe("@ngrok/ngrok-api (the real Ngrok class) against Tollgate under wrangle
   });
 
   it("edges: the HTTPS edge of policies/gateway.yaml with its routes, one route, and the list", async () => {
-    const edgeRoutes = [
-      { id: ROUTE, match: "/demo" },
-      { id: "edghtsrt_api", match: "/" },
-    ];
+    const edgeRoutes = GATEWAY_ROUTES.map(([id, match]) => ({ id, match }));
     const port = new URL(base).port;
     const httpsEdge = await ngrok.edges.edgesHttps.get(EDGE);
     expect(httpsEdge).toEqual({
@@ -408,7 +406,7 @@ describe("@ngrok/ngrok-api (the real Ngrok class) against Tollgate under wrangle
     const sessions = await direct.tunnelSessions.list();
     expect(sessions.map((session) => session.id)).toEqual([agent.session.status.sessionId]);
     expect(await direct.tunnelSessions.get(tunnels[0].tunnelSession.id)).toEqual(sessions[0]);
-    expect((await direct.edges.edgesHttps.get(EDGE)).routes.map((route) => route.id)).toEqual([ROUTE, "edghtsrt_api"]);
+    expect((await direct.edges.edgesHttps.get(EDGE)).routes.map((route) => route.id)).toEqual(GATEWAY_ROUTES.map(([id]) => id));
     expect(sent.length).toBe(before); // none of it went through the proxy
   });
 });

@@ -2,7 +2,7 @@
 
 import { describe, expect, it } from "vitest";
 import { ORIGIN, RFC3339_UTC, call, callError, callJson } from "./helpers.ts";
-import { API_ROUTE_INDEX, GATEWAY_ROUTES } from "./gateway-routes.ts";
+import { API_ROUTE_INDEX, GATEWAY_ROUTES } from "../../shared/gateway-routes.ts";
 
 const EDGE = "edghts_local";
 

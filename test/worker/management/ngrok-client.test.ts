@@ -16,7 +16,7 @@ import wretch from "wretch";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ORIGIN, RFC3339_UTC } from "./helpers.ts";
 import { TEST_KEYS } from "./keys.ts";
-import { API_ROUTE_INDEX, GATEWAY_ROUTES } from "./gateway-routes.ts";
+import { API_ROUTE_INDEX, GATEWAY_ROUTES } from "../../shared/gateway-routes.ts";
 
 const EDGE = "edghts_local";
 const ROUTE = "edghtsrt_demo";
