@@ -14,6 +14,8 @@ export const TEST_KEYS = {
   devPaging: { account: "acct_dev", key: "tgk_test_dev_paging_0000000000000000" },
   devFlood: { account: "acct_dev", key: "tgk_test_dev_flood_00000000000000000" },
   devClient: { account: "acct_dev", key: "tgk_test_dev_client_0000000000000000" },
+  /** The valid key of the per-IP test, whose 150 requests must not meet another test's use of the same key. */
+  devPerIp: { account: "acct_dev", key: "tgk_test_dev_per_ip_0000000000000000" },
   /** The `dev` of the /service_users run of the tests both user paths share (each run in its own bucket). */
   devServiceUsers: { account: "acct_dev", key: "tgk_test_dev_service_users_000000000" },
   /** Another account, for isolation tests. */
