@@ -6,6 +6,7 @@
  * response (the request's waitUntil); without one, nothing is settled and the estimates stay.
  */
 
+import { textWithin } from "../bounded-read.ts";
 import type { AfterResponse, Exchange, ResponseSettle } from "../policy/exchange.ts";
 import { isJsonContentType, jsonBodyValue, MAX_SETTLE_BODY_BYTES } from "../policy/variables/response-body.ts";
 
@@ -14,31 +15,12 @@ import { isJsonContentType, jsonBodyValue, MAX_SETTLE_BODY_BYTES } from "../poli
  * nothing more is read for the settle, and the tee keeps no more of the body than the client has yet to read).
  */
 export async function readBounded(body: ReadableStream<Uint8Array>, limit: number): Promise<string | undefined> {
-  const reader = body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
   try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > limit) {
-        await reader.cancel();
-        return undefined;
-      }
-      chunks.push(value);
-    }
+    return await textWithin(body, limit);
   } catch {
     // The upstream broke off: a partial body settles nothing.
     return undefined;
   }
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return new TextDecoder().decode(bytes);
 }
 
 /** Where a settle that could not be made is reported (at a bounded rate: ExpressionErrorLog is one). */

@@ -4,6 +4,8 @@
  * stream, so the upstream gets the same bytes whether or not an action looked at them.
  */
 
+import { joinChunks } from "../bounded-read.ts";
+
 /**
  * Bytes of a body an action may read into memory. Webhooks are small (Stripe's and Slack's kilobytes, GitHub's
  * rarely past a few hundred KB); docs/security.md has the figure and what happens above it.
@@ -73,20 +75,10 @@ export class RequestBody {
       return { ok: false, tooLarge: false, message: `the request body could not be read: ${(error as Error).message}` };
     }
     // A stream's chunks are never views of shared memory.
-    const bytes = chunks.length === 1 ? (chunks[0] as BodyBytes) : joined(chunks, size);
+    const bytes = chunks.length === 1 ? (chunks[0] as BodyBytes) : joinChunks(chunks, size);
     this.replacement = bytes;
     return { ok: true, bytes };
   }
-}
-
-function joined(chunks: readonly Uint8Array[], size: number): BodyBytes {
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return bytes;
 }
 
 /** The chunks already read, then whatever `reader` still has, as one stream pulled on demand. */

@@ -5,6 +5,7 @@
  */
 
 import { createLocalJWKSet, type JSONWebKeySet, type JWTVerifyGetKey } from "jose";
+import { textWithin } from "../../bounded-read.ts";
 
 /** ngrok refreshes its cached JWKS "roughly every 15 minutes"; so does Tollgate. */
 export const JWKS_TTL_MS = 15 * 60_000;
@@ -123,24 +124,7 @@ async function boundedText(response: Response, limit: number): Promise<string> {
     throw tooLarge();
   }
   if (!response.body) return "";
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel();
-      throw tooLarge();
-    }
-    chunks.push(value);
-  }
-  const bytes = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return new TextDecoder().decode(bytes);
+  const text = await textWithin(response.body, limit);
+  if (text === undefined) throw tooLarge();
+  return text;
 }
