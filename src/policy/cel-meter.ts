@@ -6,10 +6,10 @@
  * `&&`, `||`, `?:` and indexing itself (constant work each), so they are not charged.
  */
 
-import { isCelList, isCelMap, type CelEnv, type CelValue, type parse } from "@bufbuild/cel";
+import { isCelList, isCelMap, type CelEnv, type CelValue } from "@bufbuild/cel";
+import { type Expr, mapChildren } from "./cel-tree.ts";
 import type { EvaluationBudget } from "./evaluation-budget.ts";
 
-type Expr = ReturnType<typeof parse>["expr"];
 type FuncResolver = CelEnv["funcs"];
 type FuncGroup = NonNullable<ReturnType<FuncResolver["find"]>>;
 
@@ -122,56 +122,9 @@ export function meteredEnv(env: CelEnv, budget: () => EvaluationBudget | undefin
  */
 export function meterIterations(expr: Expr | undefined): Expr | undefined {
   if (!expr) return expr;
-  const kind = expr.exprKind;
-  switch (kind.case) {
-    case "selectExpr":
-      return { ...expr, exprKind: { case: "selectExpr", value: { ...kind.value, operand: meterIterations(kind.value.operand) } } };
-    case "callExpr":
-      return {
-        ...expr,
-        exprKind: {
-          case: "callExpr",
-          value: { ...kind.value, target: meterIterations(kind.value.target), args: kind.value.args.map((arg) => meterIterations(arg)!) },
-        },
-      };
-    case "listExpr":
-      return { ...expr, exprKind: { case: "listExpr", value: { ...kind.value, elements: kind.value.elements.map((element) => meterIterations(element)!) } } };
-    case "structExpr":
-      return {
-        ...expr,
-        exprKind: {
-          case: "structExpr",
-          value: {
-            ...kind.value,
-            entries: kind.value.entries.map((entry) => ({
-              ...entry,
-              keyKind: entry.keyKind.case === "mapKey" ? { case: "mapKey", value: meterIterations(entry.keyKind.value)! } : entry.keyKind,
-              value: meterIterations(entry.value),
-            })),
-          },
-        },
-      } as Expr;
-    case "comprehensionExpr": {
-      const c = kind.value;
-      const range = meterIterations(c.iterRange);
-      const wrapped =
-        range && ({ ...range, exprKind: { case: "callExpr", value: { $typeName: "cel.expr.Expr.Call", function: ITERATE, args: [range] } } } as Expr);
-      return {
-        ...expr,
-        exprKind: {
-          case: "comprehensionExpr",
-          value: {
-            ...c,
-            iterRange: wrapped,
-            accuInit: meterIterations(c.accuInit),
-            loopCondition: meterIterations(c.loopCondition),
-            loopStep: meterIterations(c.loopStep),
-            result: meterIterations(c.result),
-          },
-        },
-      };
-    }
-    default:
-      return expr;
-  }
+  return mapChildren(expr, (child, slot) => {
+    const metered = meterIterations(child);
+    if (slot !== "iterRange" || !metered) return metered;
+    return { ...metered, exprKind: { case: "callExpr", value: { $typeName: "cel.expr.Expr.Call", function: ITERATE, args: [metered] } } } as Expr;
+  });
 }

@@ -6,9 +6,7 @@
  * only by requests whose policy asks for it. Names beginning with `@` cannot be written in an expression.
  */
 
-import type { parse } from "@bufbuild/cel";
-
-type Expr = NonNullable<ReturnType<typeof parse>["expr"]>;
+import { type Expr, mapChildren } from "../cel-tree.ts";
 
 interface Rule {
   readonly chain: readonly string[];
@@ -67,56 +65,14 @@ export function rewriteHidden(expr: Expr | undefined, locals: ReadonlySet<string
           }
         }
       }
-      return { ...expr, exprKind: { case: "selectExpr", value: { ...kind.value, operand: rewriteHidden(kind.value.operand, locals) } } };
+      break;
     }
-    case "callExpr":
-      return {
-        ...expr,
-        exprKind: {
-          case: "callExpr",
-          value: { ...kind.value, target: rewriteHidden(kind.value.target, locals), args: kind.value.args.map((arg) => rewriteHidden(arg, locals)!) },
-        },
-      };
-    case "listExpr":
-      return {
-        ...expr,
-        exprKind: { case: "listExpr", value: { ...kind.value, elements: kind.value.elements.map((element) => rewriteHidden(element, locals)!) } },
-      };
-    case "structExpr":
-      return {
-        ...expr,
-        exprKind: {
-          case: "structExpr",
-          value: {
-            ...kind.value,
-            entries: kind.value.entries.map((entry) => ({
-              ...entry,
-              keyKind: entry.keyKind.case === "mapKey" ? { case: "mapKey", value: rewriteHidden(entry.keyKind.value, locals)! } : entry.keyKind,
-              value: rewriteHidden(entry.value, locals),
-            })),
-          },
-        },
-      } as Expr;
     case "comprehensionExpr": {
       const c = kind.value;
       const inner = new Set([...locals, c.iterVar, c.iterVar2, c.accuVar].filter(Boolean));
       const result = new Set([...locals, c.accuVar]);
-      return {
-        ...expr,
-        exprKind: {
-          case: "comprehensionExpr",
-          value: {
-            ...c,
-            iterRange: rewriteHidden(c.iterRange, locals),
-            accuInit: rewriteHidden(c.accuInit, locals),
-            loopCondition: rewriteHidden(c.loopCondition, inner),
-            loopStep: rewriteHidden(c.loopStep, inner),
-            result: rewriteHidden(c.result, result),
-          },
-        },
-      };
+      return mapChildren(expr, (child, slot) => rewriteHidden(child, slot === "loop" ? inner : slot === "result" ? result : locals));
     }
-    default:
-      return expr;
   }
+  return mapChildren(expr, (child) => rewriteHidden(child, locals));
 }
