@@ -2,6 +2,7 @@
 
 import type { CircuitBreakers } from "../breaker/circuits.ts";
 import type { WindowDecision, WindowSpec } from "../limiter/sliding-window.ts";
+import type { LimitOverrides } from "../limiter/override-match.ts";
 import type { LimitSpec } from "../limiter/window-rules.ts";
 import type { EvaluationBudget } from "./evaluation-budget.ts";
 import type { RequestBody } from "./request-body.ts";
@@ -276,6 +277,8 @@ export interface ActionServices {
   readonly interpolationErrors?: InterpolationLog;
   /** The circuits of circuit-breaker actions; absent (tools, tests): every circuit reads closed. */
   readonly breakers?: CircuitBreakers;
+  /** Limits set through the management API instead of a rate-limit action's own; absent (tools, tests): none. */
+  readonly overrides?: LimitOverrides;
 }
 
 /** Where failed `${…}` interpolations are reported, at a bounded rate (ExpressionErrorLog is one). */

@@ -4,6 +4,7 @@
  * request and checked against the bounds).
  */
 
+import type { LimitOverride } from "../../limiter/override-match.ts";
 import type { WindowSpec } from "../../limiter/sliding-window.ts";
 import { isCalendar, type LimitSpec, MAX_COST, type WindowRule } from "../../limiter/window-rules.ts";
 import { type CompiledExpression, type CompiledValueExpression, compileExpression, compileValueExpression } from "../cel.ts";
@@ -28,6 +29,11 @@ export interface LimitPlan {
   readonly rules: readonly WindowRule[];
   /** Names the rules, so an isolate notices a tier switch (bucket-memory.ts `switchRules`). */
   readonly key: string;
+  /**
+   * `fixed` always carrying `key`: what the counter is asked when overrides may change the rules, so an isolate
+   * notices the switch to an override and back (the seed's `fixed` names no rules).
+   */
+  readonly keyed: LimitSpec;
 }
 
 export interface RateLimitShape {
@@ -79,7 +85,24 @@ function plan(documents: readonly WindowDocument[], name: string, cost: number, 
   const key = JSON.stringify(rules);
   const [only] = rules;
   const seed = mayBeSeed && cost === 1 && rules.length === 1 && only !== undefined && !isCalendar(only) && only.windowMs >= 60_000;
-  return { when, windows, rules, key, fixed: seed ? (only as WindowSpec) : { windows: rules, cost, key } };
+  const keyed = { windows: rules, cost, key };
+  return { when, windows, rules, key, fixed: seed ? (only as WindowSpec) : keyed, keyed };
+}
+
+/**
+ * The plan of an override (src/limiter/override-match.ts) of action `name` at a fixed `cost`: its windows named as
+ * the action's would be. Never the seed's form: its `fixed` names its rules, so the switch is noticed.
+ */
+export function overridePlan(override: LimitOverride, name: string, cost: number): LimitPlan {
+  const several = override.windows.length > 1;
+  const windows = override.windows.map((rule, index) => {
+    const label = override.labels[index] ?? "";
+    return { rule, policy: several ? `${name}/${label}` : name, label };
+  });
+  const rules = windows.map((window) => window.rule);
+  const key = JSON.stringify(rules);
+  const keyed = { windows: rules, cost, key };
+  return { windows, rules, key, fixed: keyed, keyed };
 }
 
 /** The plan that applies: the first whose condition holds (an evaluation error counts as false, as in entries). */

@@ -5,6 +5,7 @@
 
 import { z } from "zod";
 import { ErrorCode, newOperationId, OPERATION_ID_HEADER } from "../../errors.ts";
+import type { LimitOverride } from "../../limiter/override-match.ts";
 import { closestToLimit } from "../../limiter/several-windows.ts";
 import type { WindowDecision } from "../../limiter/sliding-window.ts";
 import type { CountResult, Exchange, RateLimitEvent, RateLimitOutcome } from "../exchange.ts";
@@ -13,7 +14,7 @@ import { isRateLimitPolicyName, MAX_RATELIMIT_POLICY_NAME } from "../rate-limit-
 import { defineAction } from "./action.ts";
 import { compileBucketKey, KEY_ERROR } from "./rate-limit-key.ts";
 import { awaitSettle, compileSettleCost, reservationId } from "./rate-limit-settle.ts";
-import { choosePlan, costOf, type LimitPlan, longestWindowMs, type PlannedWindow, planLimits } from "./rate-limit-plan.ts";
+import { choosePlan, costOf, type LimitPlan, longestWindowMs, overridePlan, type PlannedWindow, planLimits } from "./rate-limit-plan.ts";
 import { capacitySchema, costSchema, tiersSchema, windowLabel, windowSeconds, windowsSchema } from "./rate-limit-windows.ts";
 
 export { canonicalCredentials } from "./rate-limit-key.ts";
@@ -169,7 +170,7 @@ export const rateLimitAction = defineAction({
     // A settled cost is a cost: its bucket is decided by the object request by request (no leases), as a weighted one.
     const weighted = !("fixed" in cost) || cost.fixed !== 1 || settle !== undefined;
     // One responder per window, its message fixed now: a flood answers it thousands of times a second.
-    const responders = new Map(
+    const responders = new WeakMap(
       plans.flatMap((plan) =>
         plan.windows.map((window): [PlannedWindow, (retryAfter: number) => Response] => [
           window,
@@ -177,14 +178,33 @@ export const rateLimitAction = defineAction({
         ]),
       ),
     );
+    const responderOf = (window: PlannedWindow) => {
+      let responder = responders.get(window);
+      if (!responder) {
+        // An override's window: made on its first 429, kept while the override object lives.
+        responder = rateLimitedResponder(name, window.rule.capacity, window.label, weighted);
+        responders.set(window, responder);
+      }
+      return responder;
+    };
+    // Compiled once per override object (the isolate's copy keeps an unchanged override's object across refreshes).
+    const overridePlans = new WeakMap<LimitOverride, LimitPlan>();
+    const fixedCost = "fixed" in cost ? cost.fixed : 1;
     return {
       type: "rate-limit",
-      async run(exchange, { counter, decisions }) {
+      async run(exchange, { counter, decisions, overrides }) {
         const keyValue = keyOf(exchange);
         const key = keyValue.shown;
         const vars = exchange.vars.rate_limit;
         vars.bucket_key = key;
-        const plan = choosePlan(plans, exchange);
+        let plan = choosePlan(plans, exchange);
+        const found = overrides?.find(exchange.scope, name, key, exchange.afterResponse);
+        const override = found instanceof Promise ? await found : found;
+        if (override) {
+          let planned = overridePlans.get(override);
+          if (!planned) overridePlans.set(override, (planned = overridePlan(override, name, fixedCost)));
+          plan = planned;
+        }
         if (!plan) {
           // No tier holds and none is unconditional: the schema refuses such a config, so this is never reached.
           vars.limited = false;
@@ -200,7 +220,11 @@ export const rateLimitAction = defineAction({
             ? { ok: true, decision: invalidCost(plan) }
             : await counter.count(
                 bucket,
-                "expression" in cost || settle ? { windows: plan.rules, cost: charged, key: plan.key, weighted: true, reserve } : plan.fixed,
+                "expression" in cost || settle
+                  ? { windows: plan.rules, cost: charged, key: plan.key, weighted: true, reserve }
+                  : overrides
+                    ? plan.keyed
+                    : plan.fixed,
                 exchange.afterResponse,
               );
         if (settle) awaitSettle(settle, exchange, result);
@@ -234,7 +258,7 @@ export const rateLimitAction = defineAction({
         decisions?.rateLimit(event(outcomeOf(decision.allowed, enforce), decision.remaining, retryAfter));
         if (headers) pushFields(exchange, plan, decision, retryAfter, reported, now);
         if (decision.allowed || !enforce) return undefined;
-        return responders.get(window)!(retryAfter);
+        return responderOf(window)(retryAfter);
       },
     };
   },
