@@ -14,10 +14,9 @@ import type { IsolateBuckets, ObjectCall } from "../limiter/isolate-buckets.ts";
 import type { StoreRefusal } from "../limiter/limiter-object.ts";
 import type { LeaseDecision, WindowSpec } from "../limiter/sliding-window.ts";
 import { isCalendar, leasable, type LimitSpec, limitOf } from "../limiter/window-rules.ts";
+import { settingsOf } from "../settings.ts";
 import type { ActionServices, AfterResponse, BucketRef, CountResult, RateLimitCounter } from "../policy/exchange.ts";
 import { analyticsDataset, decisionSink } from "./decision-sink.ts";
-
-export const DEFAULT_TIMEOUT_MS = 1000;
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | null = null;
@@ -75,7 +74,7 @@ async function settleInStore(env: Env, shard: string, settle: SettleRequest, tim
 }
 
 export function durableObjectCounter(env: Env, ingress: string, buckets: IsolateBuckets): RateLimitCounter {
-  const timeoutMs = Number(env.RATE_LIMIT_TIMEOUT_MS) > 0 ? Number(env.RATE_LIMIT_TIMEOUT_MS) : DEFAULT_TIMEOUT_MS;
+  const timeoutMs = settingsOf(env).rateLimitTimeoutMs;
   return {
     async count(bucket: BucketRef, spec: WindowSpec | LimitSpec, afterResponse?: AfterResponse): Promise<CountResult> {
       // Whatever a client put in the key (a 60 KB header), the isolate and the object see 43 characters.
@@ -125,20 +124,30 @@ async function renewLease(env: Env, buckets: IsolateBuckets, shard: string, id: 
   }
 }
 
-/** The services last made without an analytics dataset: they hold no per-request state, so requests share them. */
-let shared: { env: Env; ingress: string; buckets: IsolateBuckets; services: ActionServices } | undefined;
-
 /**
  * What the gateway gives a request's policy run: the counter, and the sink its decisions and logs go to. With an
  * analytics dataset the sink counts its data points per request, so each request gets its own.
  */
 export function rateLimitServices(env: Env, ingress: string, buckets: IsolateBuckets): ActionServices {
   const dataset = analyticsDataset(env);
-  if (!dataset && shared?.env === env && shared.ingress === ingress && shared.buckets === buckets) return shared.services;
-  const services = {
+  return {
     counter: durableObjectCounter(env, ingress, buckets),
     decisions: decisionSink({ ingress, log: buckets.decisionLog, dataset }),
   };
-  if (!dataset) shared = { env, ingress, buckets, services };
-  return services;
+}
+
+/**
+ * An isolate's rate-limit services, the last ones made without an analytics dataset: they hold no per-request
+ * state, so requests of the same env, ingress and buckets share them (a flood builds none).
+ */
+export class RateLimitServicesMemory {
+  private shared: { env: Env; ingress: string; buckets: IsolateBuckets; services: ActionServices } | undefined;
+
+  of(env: Env, ingress: string, buckets: IsolateBuckets): ActionServices {
+    const shared = this.shared;
+    if (shared?.env === env && shared.ingress === ingress && shared.buckets === buckets) return shared.services;
+    const services = rateLimitServices(env, ingress, buckets);
+    if (!analyticsDataset(env)) this.shared = { env, ingress, buckets, services };
+    return services;
+  }
 }

@@ -14,14 +14,17 @@ export interface LoadedGateway {
   readonly routes: RouteTable;
 }
 
-type Loaded = { ok: true; gateway: LoadedGateway } | { ok: false; error: ServiceError };
+export type Loaded = { ok: true; gateway: LoadedGateway } | { ok: false; error: ServiceError };
 
-let loaded: { tunnelDomain: string; result: Loaded } | undefined;
+/** An isolate's gateway: loaded on first use, again only when the tunnel domain (the one setting it reads) changes. */
+export class LoadedGatewayMemory {
+  private loaded: { tunnelDomain: string; result: Loaded } | undefined;
 
-/** The gateway, or the error that explains why the committed gateway.yaml does not load. */
-export function loadedGateway(tunnelDomain: string): Loaded {
-  if (loaded?.tunnelDomain !== tunnelDomain) loaded = { tunnelDomain, result: load(tunnelDomain) };
-  return loaded.result;
+  /** The gateway, or the error that explains why the committed gateway.yaml does not load. */
+  of(tunnelDomain: string): Loaded {
+    if (this.loaded?.tunnelDomain !== tunnelDomain) this.loaded = { tunnelDomain, result: load(tunnelDomain) };
+    return this.loaded.result;
+  }
 }
 
 function load(tunnelDomain: string): Loaded {

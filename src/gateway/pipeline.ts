@@ -22,7 +22,8 @@ import type { InternalTargets, PolicyTarget } from "../policy/target.ts";
 import type { IsolateBuckets } from "../limiter/isolate-buckets.ts";
 import { ingressId } from "../ingress.ts";
 import { withRateLimitFields } from "../policy/rate-limit-fields.ts";
-import { rateLimitServices } from "./limiter-client.ts";
+import { settingsOf } from "../settings.ts";
+import { rateLimitServices, type RateLimitServicesMemory } from "./limiter-client.ts";
 import { type SettleLog, settleOnResponse } from "./response-settle.ts";
 import type { Route } from "./gateway-config.ts";
 import { policyLoadError } from "./policy-error.ts";
@@ -46,6 +47,19 @@ export interface IsolateState {
   readonly breakers: BreakerMemory;
   /** Where expressions that fail at request time (gating entries or interpolated by `${…}`) are logged, at a bounded rate. */
   readonly expressionErrors: EvaluationLog & InterpolationLog & SettleLog;
+  /** Rate-limit services shared by requests that need no per-request sink; absent: made for each request. */
+  readonly rateLimitServices?: RateLimitServicesMemory;
+}
+
+/**
+ * How a request came to a policy run: `url` its URL when already parsed; `afterResponse` the request's
+ * ExecutionContext, where counting may leave a lease renewal running; `chain` the targets a forward-internal
+ * brought it through, absent for a request from a client.
+ */
+export interface PolicyPassage {
+  readonly url?: URL;
+  readonly afterResponse?: AfterResponse;
+  readonly chain?: ForwardChain;
 }
 
 /**
@@ -84,20 +98,15 @@ class ExchangeRequestView implements ExchangeRequest {
   }
 }
 
-/**
- * Runs inbound policy → target → outbound policy for one request (`url`: the request's, when already parsed;
- * `afterResponse`: the request's ExecutionContext, where counting may leave a lease renewal running; `chain`:
- * the targets a forward-internal brought the request through, absent for a request from a client).
- */
+/** Runs inbound policy → target → outbound policy for one request. */
 export async function runThroughPolicy(
   request: Request,
   env: Env,
   isolate: IsolateState,
   target: PolicyTarget,
-  url: URL = new URL(request.url),
-  afterResponse?: AfterResponse,
-  chain?: ForwardChain,
+  passage: PolicyPassage = {},
 ): Promise<Response> {
+  const { url = new URL(request.url), afterResponse, chain } = passage;
   const view = new ExchangeRequestView(request, url);
   // A forwarded request keeps the client's address (a policy may have rewritten the header) and its budget.
   let forwarded: Response | undefined;
@@ -120,9 +129,9 @@ export async function runThroughPolicy(
       }),
   };
   // INGRESS_ID when configured; else the data center, remembered per isolate (reading request.cf is costly).
-  const ingress = env.INGRESS_ID || isolate.buckets.ingress.of(() => ingressId(env, request));
+  const ingress = settingsOf(env).ingressId || isolate.buckets.ingress.of(() => ingressId(env, request));
   const services: ActionServices = {
-    ...rateLimitServices(env, ingress, isolate.buckets),
+    ...(isolate.rateLimitServices?.of(env, ingress, isolate.buckets) ?? rateLimitServices(env, ingress, isolate.buckets)),
     interpolationErrors: isolate.expressionErrors,
     breakers: policyCircuits(env, afterResponse, isolate.breakers, ingress),
   };
@@ -190,7 +199,7 @@ async function forwardInternal(
   if (onward instanceof ServiceError) return refused(onward);
   // Method, URL (so the Host the client used, as ngrok keeps it) and body as sent; the headers as changed.
   const request = new Request(view.forwardable(), { headers: view.headers });
-  return { ok: true, response: await runThroughPolicy(request, env, isolate, next, view.url, afterResponse, onward) };
+  return { ok: true, response: await runThroughPolicy(request, env, isolate, next, { url: view.url, afterResponse, chain: onward }) };
 }
 
 /** A route's label (`edge/route`) and bucket scope, made once per route rather than per request. */
@@ -239,7 +248,7 @@ export async function handleGatewayRequest(
   if (!route) return errorAnswer(noRoute(url), request);
   const target = await routeTarget(route, env, ctx, routes, handlers, isolate);
   if (target instanceof ServiceError) return errorAnswer(target, request);
-  return runThroughPolicy(request, env, isolate, target, url, ctx);
+  return runThroughPolicy(request, env, isolate, target, { url, afterResponse: ctx });
 }
 
 /** A route as its policy's target: its upstream behind its modules, and the .internal routes it may forward to. */

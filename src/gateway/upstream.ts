@@ -4,6 +4,7 @@ import type { Env } from "../env.ts";
 import { errorAnswer } from "../error-answer.ts";
 import { ErrorCode, ServiceError } from "../errors.ts";
 import type { Exchange } from "../policy/exchange.ts";
+import { settingsOf } from "../settings.ts";
 import type { Route } from "./gateway-config.ts";
 import type { RouteModules } from "./modules/route-modules.ts";
 import type { Upstream } from "./upstream-spec.ts";
@@ -40,7 +41,7 @@ export async function dispatch(
     case "echo":
       return echo(original, exchange);
     case "origin":
-      return proxyToOrigin(upstream.url, original, exchange, upstreamTimeoutMs(env));
+      return proxyToOrigin(upstream.url, original, exchange, settingsOf(env).upstreamTimeoutMs);
     case "tcp":
       return errorAnswer(
         new ServiceError(
@@ -74,13 +75,6 @@ function originUrl(origin: URL, requestUrl: URL): string {
   target.pathname = base + requestUrl.pathname;
   target.search = requestUrl.search;
   return target.toString();
-}
-
-export const DEFAULT_UPSTREAM_TIMEOUT_MS = 30_000;
-
-function upstreamTimeoutMs(env: Env): number {
-  const configured = Number(env.UPSTREAM_TIMEOUT_MS);
-  return configured > 0 ? configured : DEFAULT_UPSTREAM_TIMEOUT_MS;
 }
 
 /** ERR_SVC_302 on a tcp:// route: only WebSockets reach a TCP upstream, through a module the route lacks. */

@@ -1,18 +1,18 @@
 /**
  * API key authentication: `Authorization: Bearer <key>` against the SHA-256 hashes configured in
- * `TOLLGATE_API_KEYS`, compared in constant time. Also used by the tunnels to authenticate agents.
+ * `TOLLGATE_API_KEYS` (read by src/settings.ts), compared in constant time. Also used by the tunnels to authenticate agents.
  */
 
 import type { MiddlewareHandler } from "hono";
 import type { Env } from "../env.ts";
 import { ErrorCode, ServiceError } from "../errors.ts";
+import { type ApiKeyEntry, parseApiKeys } from "../api-keys.ts";
+import { SettingsError, settingsOf } from "../settings.ts";
 import type { ManagementEnv } from "./context.ts";
 
-/** The configuration variable (a secret when deployed) that holds the accounts' key hashes. */
-export const API_KEYS_VAR = "TOLLGATE_API_KEYS";
+/** Parsed with the other settings (src/settings.ts); exported here too, where the management tests read it. */
+export { parseApiKeys };
 
-const ACCOUNT_ID = /^acct_[A-Za-z0-9_-]{1,64}$/;
-const SHA256_HEX = /^[0-9a-f]{64}$/;
 /**
  * `Bearer <key>` with the scheme in any ASCII case (RFC 9110: schemes are case-insensitive; some clients
  * send `bearer`), exactly one space and no other whitespace. The gateway's policy rate-limits per
@@ -22,46 +22,16 @@ const SHA256_HEX = /^[0-9a-f]{64}$/;
 const BEARER = /^[Bb][Ee][Aa][Rr][Ee][Rr] ([^\s]+)$/;
 const UNAUTHORIZED_HEADERS = { "www-authenticate": 'Bearer realm="tollgate"' };
 
-export interface ApiKeyEntry {
-  readonly accountId: string;
-  readonly hash: Uint8Array;
-}
-
-export type ApiKeysConfig = { ok: true; entries: readonly ApiKeyEntry[] } | { ok: false; problem: string };
-
-/**
- * Parses `TOLLGATE_API_KEYS`: entries `<account_id>:<sha256 hex of the key>` separated by commas, spaces
- * or new lines. An account may have several keys. Unset or empty means no key is accepted.
- */
-export function parseApiKeys(value: string | undefined): ApiKeysConfig {
-  const entries: ApiKeyEntry[] = [];
-  const items = (value ?? "").split(/[\s,]+/).filter((item) => item !== "");
-  for (const [index, item] of items.entries()) {
-    const separator = item.lastIndexOf(":");
-    const accountId = item.slice(0, separator);
-    const hex = item.slice(separator + 1).toLowerCase();
-    if (separator < 0 || !ACCOUNT_ID.test(accountId)) {
-      return { ok: false, problem: `entry ${index + 1} must start with an account id 'acct_…' followed by ':'` };
-    }
-    if (!SHA256_HEX.test(hex)) {
-      return { ok: false, problem: `entry ${index + 1} (account ${accountId}) must end with 64 hex digits, the SHA-256 of the key` };
-    }
-    entries.push({ accountId, hash: hexToBytes(hex) });
+/** The configured keys, or the 500 that names the bad setting (TOLLGATE_API_KEYS or another variable). */
+function apiKeysOf(env: Env): { ok: true; entries: readonly ApiKeyEntry[] } | { ok: false; error: ServiceError } {
+  try {
+    return { ok: true, entries: settingsOf(env).apiKeys };
+  } catch (cause) {
+    if (!(cause instanceof SettingsError)) throw cause;
+    const error = new ServiceError(500, ErrorCode.internal, `The gateway's configuration is malformed: ${cause.issues.join("; ")}.`);
+    error.cause = cause;
+    return { ok: false, error };
   }
-  return { ok: true, entries };
-}
-
-let cached: { value: string | undefined; config: ApiKeysConfig } | undefined;
-
-function apiKeysOf(env: Env): ApiKeysConfig {
-  const value = env.TOLLGATE_API_KEYS;
-  if (cached && cached.value === value) return cached.config;
-  const config = parseApiKeys(value);
-  if (config.ok && config.entries.length === 0) {
-    console.warn(`Tollgate: ${API_KEYS_VAR} is not set, so the management API accepts no API key.`);
-  }
-  cached = { value, config };
-  return config;
 }
 
 /** SHA-256 of a key as lower-case hex: what `TOLLGATE_API_KEYS` stores. */
@@ -105,10 +75,7 @@ export async function authenticateApiKey(
     };
   }
   const config = apiKeysOf(env);
-  if (!config.ok) {
-    console.error(`Tollgate: ${API_KEYS_VAR} is malformed: ${config.problem}.`);
-    return { ok: false, error: new ServiceError(500, ErrorCode.internal, `The gateway's ${API_KEYS_VAR} configuration is malformed: ${config.problem}.`) };
-  }
+  if (!config.ok) return config;
   const presented = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(match[1])));
   let matched: ApiKeyEntry | undefined;
   for (const entry of config.entries) {
@@ -153,10 +120,4 @@ export function apiKeyAuth(): MiddlewareHandler<ManagementEnv> {
     c.set("accountId", result.accountId);
     await next();
   };
-}
-
-function hexToBytes(hex: string): Uint8Array {
-  const bytes = new Uint8Array(hex.length / 2);
-  for (let i = 0; i < bytes.length; i++) bytes[i] = Number.parseInt(hex.slice(i * 2, i * 2 + 2), 16);
-  return bytes;
 }

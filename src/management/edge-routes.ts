@@ -8,16 +8,16 @@
 
 import type { Env } from "../env.ts";
 import { ErrorCode, ServiceError } from "../errors.ts";
+import { settingsOf } from "../settings.ts";
 import { accountStore } from "./account-store.ts";
 import type { EdgeDirectory } from "./context.ts";
 import type { RouteModules } from "./modules.ts";
 
-export const DEFAULT_EDGE_ACCOUNT = "acct_dev";
+export { DEFAULT_EDGE_ACCOUNT } from "../settings.ts";
 
 /** The account that owns every edge of policies/gateway.yaml. */
 export function edgeOwnerAccount(env: Env): string {
-  const configured = env.TOLLGATE_EDGE_ACCOUNT?.trim();
-  return configured ? configured : DEFAULT_EDGE_ACCOUNT;
+  return settingsOf(env).edgeAccount;
 }
 
 /**

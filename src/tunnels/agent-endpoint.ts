@@ -3,10 +3,11 @@
 import type { Env } from "../env.ts";
 import { ServiceError } from "../errors.ts";
 import { ingressId } from "../ingress.ts";
+import { settingsOf } from "../settings.ts";
 import { compilePolicy, type CompiledPolicy } from "../policy/compile.ts";
 import { newId } from "../ids.ts";
 import { TunnelErrorCode } from "./errors.ts";
-import { normalizeDomain, publicBaseOf } from "./hostnames.ts";
+import { publicBaseOf } from "./hostnames.ts";
 import { PROTOCOL_VERSION } from "./protocol.ts";
 import type { TunnelServices } from "./services.ts";
 import { CONNECT_PATH, SESSION_INFO_HEADER } from "./session-object.ts";
@@ -14,7 +15,6 @@ import type { SessionInfo } from "./session-store.ts";
 
 /** Header in which the agent names the protocol version it speaks. */
 export const PROTOCOL_HEADER = "tollgate-protocol";
-export const DEFAULT_HEARTBEAT_MS = 5000;
 /**
  * Handshakes one client IP may make per minute, counted before any key is checked: bounds key guessing
  * and reconnect storms. Agents back off on the 429 (its retry-after says how long).
@@ -38,12 +38,6 @@ function compileEndpointPolicy(): CompiledPolicy {
 
 /** The traffic policy in front of the agent endpoint. */
 export const agentEndpointPolicy: CompiledPolicy = compileEndpointPolicy();
-const MIN_HEARTBEAT_MS = 200;
-
-export function heartbeatMs(env: Pick<Env, "TUNNEL_HEARTBEAT_MS">): number {
-  const value = Number(env.TUNNEL_HEARTBEAT_MS);
-  return Number.isFinite(value) && value >= MIN_HEARTBEAT_MS ? Math.floor(value) : DEFAULT_HEARTBEAT_MS;
-}
 
 export async function acceptAgentSession(request: Request, env: Env, services: Pick<TunnelServices, "authenticate">): Promise<Response> {
   if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
@@ -66,7 +60,8 @@ export async function acceptAgentSession(request: Request, env: Env, services: P
       { edge_protocol: PROTOCOL_VERSION, agent_protocol: spoken },
     ).toResponse();
   }
-  const domain = normalizeDomain(env.TUNNEL_DOMAIN);
+  const settings = settingsOf(env);
+  const domain = settings.tunnelDomain;
   if (domain === "") {
     return new ServiceError(503, TunnelErrorCode.agentEndpoint, "Tunnels are off on this edge: its TUNNEL_DOMAIN is not set.").toResponse();
   }
@@ -79,7 +74,7 @@ export async function acceptAgentSession(request: Request, env: Env, services: P
     region: ingressId(env, request),
     domain,
     publicBase: publicBaseOf(new URL(request.url)),
-    heartbeatMs: heartbeatMs(env),
+    heartbeatMs: settings.heartbeatMs,
     clientIp: agentIp(request),
     credentialId: auth.credentialId,
   };

@@ -3,24 +3,26 @@
 import type { Env } from "../env.ts";
 import type { AfterResponse } from "../policy/exchange.ts";
 import { acceptAgentSession, agentEndpointPolicy } from "./agent-endpoint.ts";
-import { normalizeDomain, tunnelLabelOf } from "./hostnames.ts";
+import { tunnelLabelOf } from "./hostnames.ts";
 import { routeBodyChannel } from "./body-channel.ts";
 import { AGENT_BODY_PATH, AGENT_SESSION_PATH } from "./protocol.ts";
 import { relayToTunnel } from "./public-relay.ts";
 import type { TunnelServices } from "./services.ts";
 
-/**
- * Answers tunnel traffic; undefined means the request is for the gateway's routes (`url`, `domain`: when the
- * caller has them; `afterResponse`: the request's ExecutionContext).
- */
-export function routeTunnelTraffic(
-  request: Request,
-  env: Env,
-  services: TunnelServices,
-  url: URL = new URL(request.url),
-  domain: string = normalizeDomain(env.TUNNEL_DOMAIN),
-  afterResponse?: AfterResponse,
-): Promise<Response> | undefined {
+/** A request as the Worker's entry hands it to the tunnels (`afterResponse`: its ExecutionContext). */
+export interface TunnelTraffic {
+  readonly request: Request;
+  readonly env: Env;
+  /** The request's URL, parsed once. */
+  readonly url: URL;
+  /** TUNNEL_DOMAIN as the settings normalized it ("" = tunnels are off). */
+  readonly tunnelDomain: string;
+  readonly afterResponse?: AfterResponse;
+}
+
+/** Answers tunnel traffic; undefined means the request is for the gateway's routes. */
+export function routeTunnelTraffic(traffic: TunnelTraffic, services: TunnelServices): Promise<Response> | undefined {
+  const { request, env, url, tunnelDomain: domain, afterResponse } = traffic;
   const label = tunnelLabelOf(url.hostname, domain);
   if (label !== undefined) return relayToTunnel(request, env, services, label, afterResponse);
   // Not behind the handshake limit: a busy tunnel sends one per large download. A POST costs the Worker its

@@ -10,7 +10,8 @@ import { closeReason } from "../close-reason.ts";
 import type { Env } from "../env.ts";
 import { ServiceError } from "../errors.ts";
 import { BODY_LENGTH_HEADER, BODY_PATH, bearerToken, newBodyToken, tokensMatch } from "./body-channel.ts";
-import { BODY_CHANNEL_ARRIVAL_MS, EdgeStreams } from "./edge-streams.ts";
+import { settingsOf } from "../settings.ts";
+import { EdgeStreams } from "./edge-streams.ts";
 import { TunnelErrorCode } from "./errors.ts";
 import { FrameOutbox } from "./framing.ts";
 import {
@@ -69,7 +70,7 @@ export class TunnelSession extends DurableObject<Env> {
       agentDataChunk: () => (this.agentDataChunk ??= this.store.meta()?.agentMaxDataChunk ?? MAX_DATA_CHUNK),
       failureResponse: (failure, host) => this.failures.streamFailed(failure, host),
       acceptWebSocket: (stream, request, headers) => this.publicSockets.accept(stream, request.tunnelId, headers),
-      channelWaitMs: () => channelWaitMs(env),
+      channelWaitMs: () => settingsOf(env).bodyChannelWaitMs,
     });
     this.tunnels = new SessionTunnels({
       env,
@@ -278,12 +279,6 @@ export class TunnelSession extends DurableObject<Env> {
     this.agentSocket = this.ctx.getWebSockets(AGENT_TAG).find((ws) => ws.readyState === WebSocket.OPEN);
     return this.agentSocket;
   }
-}
-
-/** TUNNEL_BODY_CHANNEL_WAIT_MS when it is a positive number, else BODY_CHANNEL_ARRIVAL_MS. */
-function channelWaitMs(env: Env): number {
-  const configured = Number(env.TUNNEL_BODY_CHANNEL_WAIT_MS);
-  return configured > 0 ? configured : BODY_CHANNEL_ARRIVAL_MS;
 }
 
 function isSessionFrame(frame: Frame): boolean {

@@ -1,0 +1,48 @@
+/**
+ * The isolate's memories as one object: worker.ts builds one per isolate (workerd runs one module instance per
+ * isolate) and hands each layer the members it uses. Nothing here is a module global, so a test builds its own.
+ */
+
+import type { Env } from "./env.ts";
+import { LoadedGatewayMemory } from "./gateway/loaded-config.ts";
+import { RateLimitServicesMemory } from "./gateway/limiter-client.ts";
+import { BreakerMemory } from "./gateway/modules/breaker-memory.ts";
+import { RouteModulesCache } from "./gateway/modules/route-modules.ts";
+import type { IsolateState } from "./gateway/pipeline.ts";
+import { IsolateBuckets } from "./limiter/isolate-buckets.ts";
+import { ExpressionErrorLog } from "./policy/expression-error-log.ts";
+import type { Settings } from "./settings.ts";
+import { CompiledPolicyCache, HostCache } from "./tunnels/index.ts";
+
+export interface Runtime extends IsolateState {
+  /** The gateway config of the bundled policies, loaded on the first request. */
+  readonly gateway: LoadedGatewayMemory;
+  readonly rateLimitServices: RateLimitServicesMemory;
+  /** Tunnel host → session, and tunnels' compiled policies. */
+  readonly tunnelHosts: HostCache;
+  readonly tunnelPolicies: CompiledPolicyCache;
+}
+
+/** A fresh isolate memory. */
+export function createRuntime(): Runtime {
+  return {
+    buckets: new IsolateBuckets(),
+    routeModules: new RouteModulesCache(),
+    breakers: new BreakerMemory(),
+    expressionErrors: new ExpressionErrorLog(),
+    gateway: new LoadedGatewayMemory(),
+    rateLimitServices: new RateLimitServicesMemory(),
+    tunnelHosts: new HostCache(),
+    tunnelPolicies: new CompiledPolicyCache(),
+  };
+}
+
+/** One request as the Worker's entry hands it on: what arrived, where, and the settings it runs under. */
+export interface RequestContext {
+  readonly request: Request;
+  readonly env: Env;
+  readonly ctx: ExecutionContext;
+  /** The request's URL, parsed once. */
+  readonly url: URL;
+  readonly settings: Settings;
+}
