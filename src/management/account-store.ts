@@ -5,12 +5,14 @@
 
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
+import type { LimitOverride } from "../limiter/override-match.ts";
 import type { ModuleKind, RouteModules } from "./modules.ts";
 import type { Page, PageRequest } from "./pagination.ts";
 import * as botUsers from "./store/bot-users.ts";
 import { describeEdges, type EdgeFacts, type EdgeOutline } from "./store/edges-seen.ts";
 import type { BotUserRecord } from "./store/bot-users.ts";
 import { migrate } from "./store/migrations.ts";
+import * as overrides from "./store/rate-limit-overrides.ts";
 import * as routeModules from "./store/route-modules.ts";
 import { rfc3339 } from "../time.ts";
 
@@ -53,6 +55,31 @@ export class AccountStore extends DurableObject<Env> {
 
   getRouteModules(edgeId: string, routeId: string): RouteModules {
     return routeModules.getRouteModules(this.sql, edgeId, routeId);
+  }
+
+  createOverride(input: overrides.OverrideInput): overrides.OverrideRecord | overrides.OverrideRefusal {
+    return this.ctx.storage.transactionSync(() => overrides.createOverride(this.sql, input));
+  }
+
+  getOverride(id: string): overrides.OverrideRecord | undefined {
+    return overrides.getOverride(this.sql, id);
+  }
+
+  listOverrides(request: PageRequest): Page<overrides.OverrideRecord> {
+    return overrides.listOverrides(this.sql, request);
+  }
+
+  updateOverride(id: string, patch: overrides.OverridePatch): overrides.OverrideRecord | undefined {
+    return overrides.updateOverride(this.sql, id, patch);
+  }
+
+  deleteOverride(id: string): boolean {
+    return overrides.deleteOverride(this.sql, id);
+  }
+
+  /** The overrides the gateway applies now (src/limiter/override-cache.ts reads them about every 250 ms per isolate). */
+  liveOverrides(): LimitOverride[] {
+    return overrides.liveOverrides(this.sql);
   }
 
   /** Creation times (first seen) and route modules of edges of policies/gateway.yaml, in one call. */

@@ -12,6 +12,7 @@ import { serveOpenApi } from "./openapi.ts";
 import { pathPattern } from "./operation.ts";
 import { edgeRouteModulesRouter } from "./routes/edge-route-modules.ts";
 import { httpsEdgesRouter } from "./routes/https-edges.ts";
+import { rateLimitOverridesRouter } from "./routes/rate-limit-overrides.ts";
 import { botUsersRouter, serviceUsersRouter } from "./routes/service-users.ts";
 import { tunnelSessionsRouter } from "./routes/tunnel-sessions.ts";
 import { tunnelsRouter } from "./routes/tunnels.ts";
@@ -38,6 +39,7 @@ export function createManagementApp({ edges }: ManagementDeps): OpenAPIHono<Mana
   api.route("/", tunnelsRouter);
   api.route("/", tunnelSessionsRouter);
   api.route("/", httpsEdgesRouter);
+  api.route("/", rateLimitOverridesRouter);
 
   let served: ServedOperation[] | undefined;
   const operations = () =>

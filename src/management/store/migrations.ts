@@ -25,6 +25,20 @@ export const MIGRATIONS: readonly string[] = [
      first_seen TEXT NOT NULL,
      PRIMARY KEY (edge_id, route_id)
    ) WITHOUT ROWID;`,
+  // 3: rate-limit overrides. Ids sort by creation time (the list's order); one override per (scope, action, key).
+  `CREATE TABLE rate_limit_overrides (
+     id TEXT PRIMARY KEY NOT NULL,
+     scope TEXT NOT NULL,
+     action TEXT NOT NULL,
+     bucket_key TEXT NOT NULL,
+     windows TEXT NOT NULL,
+     expires_ms INTEGER,
+     description TEXT NOT NULL,
+     created_at TEXT NOT NULL,
+     updated_at TEXT NOT NULL,
+     revision INTEGER NOT NULL
+   ) WITHOUT ROWID;
+   CREATE UNIQUE INDEX rate_limit_overrides_by_key ON rate_limit_overrides (scope, action, bucket_key);`,
 ];
 
 /** Brings the schema up to date; returns the version it is at. Runs inside one transaction. */

@@ -187,6 +187,11 @@ describe("OpenAPI", () => {
         "GET /edges/https",
         "GET /edges/https/{id}",
         "GET /edges/https/{edge_id}/routes/{id}",
+        "POST /rate_limit_overrides",
+        "GET /rate_limit_overrides",
+        "GET /rate_limit_overrides/{id}",
+        "PATCH /rate_limit_overrides/{id}",
+        "DELETE /rate_limit_overrides/{id}",
       ].sort(),
     );
     // Generated from the validating schemas: bounds and strictness show up.
