@@ -52,15 +52,10 @@ export interface IsolateState {
 }
 
 /**
- * How a request came to a policy run: `url` its URL when already parsed; `afterResponse` the request's
- * ExecutionContext, where counting may leave a lease renewal running; `chain` the targets a forward-internal
- * brought it through, absent for a request from a client.
+ * How a request came to a policy run: `url` when already parsed; `afterResponse` its ExecutionContext (a lease
+ * renewal may run there); `chain` the targets a forward-internal brought it through, absent from a client.
  */
-export interface PolicyPassage {
-  readonly url?: URL;
-  readonly afterResponse?: AfterResponse;
-  readonly chain?: ForwardChain;
-}
+export type PolicyPassage = { readonly url?: URL; readonly afterResponse?: AfterResponse; readonly chain?: ForwardChain };
 
 /**
  * The request as policies see it. Its headers are a copy (actions and the upstream change them), made on
