@@ -6,8 +6,11 @@ import { ErrorCode, ServiceError } from "./errors.ts";
 import { handleGatewayRequest, runThroughPolicy } from "./gateway/pipeline.ts";
 import type { UpstreamHandlers } from "./gateway/upstream.ts";
 import { createManagementApp } from "./management/app.ts";
-import { getRouteModules } from "./management/edge-routes.ts";
+import { accountStore } from "./management/account-store.ts";
+import { edgeOwnerAccount, getRouteModules } from "./management/edge-routes.ts";
 import { authenticateApiKey } from "./management/auth.ts";
+import { OverrideCache } from "./limiter/override-cache.ts";
+import { overrideServices } from "./limiter/override-service.ts";
 import { createRuntime, type RequestContext } from "./runtime.ts";
 import { SettingsError, settingsOf } from "./settings.ts";
 import { routeTunnelTraffic, type TunnelServices } from "./tunnels/index.ts";
@@ -17,8 +20,17 @@ export { CircuitBreaker } from "./gateway/modules/breaker-object.ts";
 export { AccountStore } from "./management/account-store.ts";
 export { TunnelHost, TunnelRegistry, TunnelSession } from "./tunnels/index.ts";
 
-/** This isolate's memories, shared by its requests (workerd runs one module instance per isolate). */
-const runtime = createRuntime();
+/**
+ * This isolate's memories, shared by its requests (workerd runs one module instance per isolate), and its copy of
+ * the rate-limit overrides set through the management API: a route's are its edge owner's; tunnels have none yet.
+ */
+const runtime = {
+  ...createRuntime(),
+  limitOverrides: overrideServices<Env>(new OverrideCache(), {
+    read: (env, accountId) => accountStore(env, accountId).liveOverrides(),
+    accountOf: (env, scope) => (scope.startsWith("route:") ? edgeOwnerAccount(env) : undefined),
+  }),
+};
 
 /** Tunnels reach the gateway's pipeline and the management API's keys only through what is handed in here. */
 const tunnels: TunnelServices = {
