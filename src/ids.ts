@@ -4,38 +4,54 @@ export const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu
 const ID_BODY_LENGTH = 27;
 const RANDOM_BYTES = 14;
 
-let lastMillis = 0;
-let lastBody = "";
+/**
+ * One isolate's id sequence: the last id's millisecond and body, and random bytes drawn ahead for ids of new
+ * milliseconds (one getRandomValues call serves 64 of them).
+ */
+export class IdSequence {
+  private lastMillis = 0;
+  private lastBody = "";
+  private readonly randomPool = new Uint8Array(64 * RANDOM_BYTES);
+  private poolUsed = this.randomPool.length;
 
-/** Random bytes drawn ahead for ids of new milliseconds: one getRandomValues call serves 64 of them. */
-const randomPool = new Uint8Array(64 * RANDOM_BYTES);
-let poolUsed = randomPool.length;
-
-function nextRandomBytes(): Uint8Array {
-  if (poolUsed === randomPool.length) {
-    crypto.getRandomValues(randomPool);
-    poolUsed = 0;
+  /**
+   * 20 bytes (48-bit millisecond time, 112 random bits) in base62, left-padded to 27 characters,
+   * so string order is creation order. Within one millisecond the number is incremented instead,
+   * keeping ids made by one isolate strictly increasing (and cheap: a flood's 429s each carry one).
+   */
+  next(prefix: string, now: number = Date.now()): string {
+    if (now <= this.lastMillis) {
+      this.lastBody = incrementBase62(this.lastBody);
+    } else {
+      const random = this.nextRandomBytes();
+      random[0] &= 0x7f; // headroom so increments never overflow into the time part
+      this.lastMillis = now;
+      this.lastBody = encodeBase62(now, random);
+    }
+    return `${prefix}_${this.lastBody}`;
   }
-  const random = randomPool.subarray(poolUsed, poolUsed + RANDOM_BYTES);
-  poolUsed += RANDOM_BYTES;
-  return random;
+
+  private nextRandomBytes(): Uint8Array {
+    if (this.poolUsed === this.randomPool.length) {
+      crypto.getRandomValues(this.randomPool);
+      this.poolUsed = 0;
+    }
+    const random = this.randomPool.subarray(this.poolUsed, this.poolUsed + RANDOM_BYTES);
+    this.poolUsed += RANDOM_BYTES;
+    return random;
+  }
 }
 
 /**
- * 20 bytes (48-bit millisecond time, 112 random bits) in base62, left-padded to 27 characters,
- * so string order is creation order. Within one millisecond the number is incremented instead,
- * keeping ids made by one isolate strictly increasing (and cheap: a flood's 429s each carry one).
+ * The isolate's one sequence. Module-level, unlike the memories of src/runtime.ts: ids are
+ * made where no runtime is at hand (every error envelope's operation id, the Durable Objects), and ids of one
+ * isolate sort in creation order only if they come from one sequence.
  */
+const isolateIds = new IdSequence();
+
+/** A new id from the isolate's sequence (see IdSequence.next). */
 export function newId(prefix: string, now: number = Date.now()): string {
-  if (now <= lastMillis) {
-    lastBody = incrementBase62(lastBody);
-  } else {
-    const random = nextRandomBytes();
-    random[0] &= 0x7f; // headroom so increments never overflow into the time part
-    lastMillis = now;
-    lastBody = encodeBase62(now, random);
-  }
-  return `${prefix}_${lastBody}`;
+  return isolateIds.next(prefix, now);
 }
 
 /** 62⁴: four base62 digits per pass of the long division. */

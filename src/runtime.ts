@@ -1,6 +1,7 @@
 /**
  * The isolate's memories as one object: worker.ts builds one per isolate (workerd runs one module instance per
- * isolate) and hands each layer the members it uses. Nothing here is a module global, so a test builds its own.
+ * isolate) and hands each layer the members it uses, so a test builds its own. The id sequence is the exception
+ * (src/ids.ts says why).
  */
 
 import type { Env } from "./env.ts";
