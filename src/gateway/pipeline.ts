@@ -49,6 +49,7 @@ export interface IsolateState {
   readonly expressionErrors: EvaluationLog & InterpolationLog & SettleLog;
   /** Rate-limit services shared by requests that need no per-request sink; absent: made for each request. */
   readonly rateLimitServices?: RateLimitServicesMemory;
+  readonly limitOverrides?: (env: Env) => ActionServices["overrides"];
 }
 
 /**
@@ -129,6 +130,7 @@ export async function runThroughPolicy(
     ...(isolate.rateLimitServices?.of(env, ingress, isolate.buckets) ?? rateLimitServices(env, ingress, isolate.buckets)),
     interpolationErrors: isolate.expressionErrors,
     breakers: policyCircuits(env, afterResponse, isolate.breakers, ingress),
+    overrides: isolate.limitOverrides?.(env),
   };
 
   const rejected = await runPhase(target.policy.inbound, exchange, services, isolate.expressionErrors);
