@@ -14,6 +14,7 @@ import { edgeRouteModulesRouter } from "./routes/edge-route-modules.ts";
 import { httpsEdgesRouter } from "./routes/https-edges.ts";
 import { rateLimitOverridesRouter } from "./routes/rate-limit-overrides.ts";
 import { botUsersRouter, serviceUsersRouter } from "./routes/service-users.ts";
+import { simulationsRouter } from "./routes/simulations.ts";
 import { tunnelSessionsRouter } from "./routes/tunnel-sessions.ts";
 import { tunnelsRouter } from "./routes/tunnels.ts";
 import { serviceVersion } from "./version.ts";
@@ -39,6 +40,7 @@ export function createManagementApp({ edges }: ManagementDeps): OpenAPIHono<Mana
   api.route("/", tunnelsRouter);
   api.route("/", tunnelSessionsRouter);
   api.route("/", httpsEdgesRouter);
+  api.route("/", simulationsRouter);
   api.route("/", rateLimitOverridesRouter);
 
   let served: ServedOperation[] | undefined;

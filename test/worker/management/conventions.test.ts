@@ -192,6 +192,7 @@ describe("OpenAPI", () => {
         "GET /rate_limit_overrides/{id}",
         "PATCH /rate_limit_overrides/{id}",
         "DELETE /rate_limit_overrides/{id}",
+        "POST /traffic_policy_simulations",
       ].sort(),
     );
     // Generated from the validating schemas: bounds and strictness show up.
