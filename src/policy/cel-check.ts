@@ -14,8 +14,8 @@ type Call = Extract<NonNullable<Expr>["exprKind"], { case: "callExpr" }>["value"
 class TypeProblem extends Error {}
 
 export interface CheckContext {
-  /** Variables by name, hidden ones (`@req.url`) included. */
-  readonly variables: ReadonlyMap<string, Type>;
+  /** A variable's type by name, hidden ones (`@req.url`) included; undefined for none. */
+  readonly variable: (name: string) => Type | undefined;
   /** What an unknown variable's message lists. */
   readonly visible: readonly string[];
   readonly funcs: CelEnv["funcs"];
@@ -69,7 +69,7 @@ function typeOf(expr: Expr | undefined, context: CheckContext, locals: ReadonlyM
       return constantType(kind.value.constantKind.case);
     case "identExpr": {
       const name = kind.value.name;
-      const type = locals.get(name) ?? context.variables.get(name);
+      const type = locals.get(name) ?? context.variable(name);
       if (type) return type.kind === "refused" ? fail(type.reason) : type;
       return fail(context.otherPhase(name) ?? `unknown variable '${name}' (expected ${context.visible.join(", ")})`);
     }
@@ -190,7 +190,7 @@ function callType(call: Call, context: CheckContext, locals: ReadonlyMap<string,
   // `rand.double()`: a function of a namespace, when `rand` is no variable (the planner resolves it so too).
   const qualifier = chainText(call.target);
   const root = qualifier?.split(".")[0];
-  if (qualifier && root && call.target?.exprKind.case === "identExpr" && !locals.has(root) && !context.variables.has(root)) {
+  if (qualifier && root && call.target?.exprKind.case === "identExpr" && !locals.has(root) && context.variable(root) === undefined) {
     const qualified = `${qualifier}.${name}`;
     if (context.funcs.find(qualified)) return callType({ ...call, function: qualified, target: undefined }, context, locals);
   }

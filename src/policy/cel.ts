@@ -6,6 +6,7 @@
 import { celEnv, celError, celFunc, CelScalar, isCelError, listType, parse, plan, type CelResult, type CelValue } from "@bufbuild/cel";
 import { strings } from "@bufbuild/cel/ext";
 import ipaddr from "ipaddr.js";
+import { type ActionRegistry, actionRegistry } from "./actions/index.ts";
 import type { Exchange, Phase } from "./exchange.ts";
 import { activation, type Bindings } from "./cel-activation.ts";
 import { linearFunctions } from "./cel-linear.ts";
@@ -89,9 +90,18 @@ const metered = meteredEnv(env, () => current?.exchange.budget);
 
 const RESPONSE_MACROS = new Set(["getResHeader", "hasResHeader"]);
 
-function typeContext(phase: Phase): CheckContext {
+/**
+ * What expressions of `phase` may read: the catalog's variables, `actions` as `actions` (a registry) declares
+ * it, and with `responseBody` (a rate-limit's settle_cost) `res.body`, the response's JSON body.
+ */
+function typeContext(phase: Phase, actions: ActionRegistry, responseBody = false): CheckContext {
+  const types = VARIABLE_TYPES[phase];
   return {
-    variables: VARIABLE_TYPES[phase],
+    variable(name) {
+      if (name === "actions") return actions.actionsType;
+      if (responseBody && name === "res") return RES_WITH_BODY;
+      return types.get(name);
+    },
     visible: VISIBLE_VARIABLES[phase],
     funcs: env.funcs,
     otherPhase(name) {
@@ -101,10 +111,6 @@ function typeContext(phase: Phase): CheckContext {
     },
   };
 }
-
-const TYPE_CONTEXTS: Readonly<Record<Phase, CheckContext>> = { inbound: typeContext("inbound"), outbound: typeContext("outbound") };
-/** A rate-limit's settle_cost: the outbound variables, and `res.body` (the response's JSON body). */
-const SETTLE_CONTEXT: CheckContext = { ...TYPE_CONTEXTS.outbound, variables: new Map([...VARIABLE_TYPES.outbound, ["res", RES_WITH_BODY]]) };
 
 /** V8's Error, whose `stackTraceLimit` (how many frames a new Error captures) the Workers types leave out. */
 const v8Error = Error as ErrorConstructor & { stackTraceLimit: number };
@@ -137,13 +143,24 @@ export interface CompiledValueExpression {
 
 export type CompileValueExpressionResult = { ok: true; expression: CompiledValueExpression } | { ok: false; message: string };
 
+/** What an expression is checked against besides its phase. */
+export interface ExpressionOptions {
+  /** An outbound expression that may also read `res.body` (a rate-limit's settle_cost), whose bindings then carry it. */
+  readonly responseBody?: boolean;
+  /** The actions whose result variables `actions.*` holds; default: the gateway's (actions/index.ts). */
+  readonly actions?: ActionRegistry;
+}
+
 /**
  * Parses, checks and plans one expression of any result type, bounded, checked and metered as entry
- * expressions are. Never throws. `responseBody`: an outbound expression that may also read `res.body` (a
- * rate-limit's settle_cost), whose bindings then carry it.
+ * expressions are. Never throws.
  */
-export function compileValueExpression(source: string, phase: Phase, { responseBody = false } = {}): CompileValueExpressionResult {
-  const prepared = prepare(source, phase, responseBody ? SETTLE_CONTEXT : TYPE_CONTEXTS[phase]);
+export function compileValueExpression(
+  source: string,
+  phase: Phase,
+  { responseBody = false, actions = actionRegistry }: ExpressionOptions = {},
+): CompileValueExpressionResult {
+  const prepared = prepare(source, typeContext(phase, actions, responseBody));
   if (!prepared.ok) return prepared;
   const { program, patterns, type } = prepared;
   return {
@@ -166,8 +183,12 @@ export function compileValueExpression(source: string, phase: Phase, { responseB
  * Parses, checks and plans one expression. Never throws: the text is bounded before parsing and the tree
  * before any recursive walk, so even a hostile expression comes back as a message.
  */
-export function compileExpression(source: string, phase: Phase): CompileExpressionResult {
-  const prepared = prepare(source, phase);
+export function compileExpression(
+  source: string,
+  phase: Phase,
+  { actions = actionRegistry }: Pick<ExpressionOptions, "actions"> = {},
+): CompileExpressionResult {
+  const prepared = prepare(source, typeContext(phase, actions));
   if (!prepared.ok) return prepared;
   const { program, patterns, type } = prepared;
   if (!assignable(BOOL, type)) return { ok: false, message: `invalid CEL: an entry expression must be a bool, and this one is ${display(type)}` };
@@ -192,8 +213,8 @@ type Prepared =
   | { ok: true; program: Program; patterns: ReadonlyMap<string, CompiledPattern>; type: Type; readsResponseBody: boolean }
   | { ok: false; message: string };
 
-/** Bounds, parses, type-checks (against the phase's variables, or `context`) and plans one expression. */
-function prepare(source: string, phase: Phase, context: CheckContext = TYPE_CONTEXTS[phase]): Prepared {
+/** Bounds, parses, type-checks (against `context`) and plans one expression. */
+function prepare(source: string, context: CheckContext): Prepared {
   const tooLarge = checkExpressionText(source);
   if (tooLarge) return { ok: false, message: tooLarge };
   let parsed: ReturnType<typeof parse>;

@@ -1,13 +1,12 @@
 /** Text → validated document → compiled policy. Everything that can be wrong is found here, never per request. */
 
 import { compileExpression, type CompiledExpression } from "./cel.ts";
-import type { CompiledAction } from "./actions/index.ts";
+import { type ActionDefinition, type ActionRegistry, actionRegistry, type CompiledAction } from "./actions/index.ts";
 import { measureDocument } from "./document-bounds.ts";
 import type { Phase } from "./exchange.ts";
 import { formatPath, type PathSegment, type PolicyIssue } from "./issues.ts";
 import { MAX_ENTRIES_PER_PHASE, MAX_OPERATOR_POLICY_BYTES, MAX_PATTERNS_PER_POLICY, MAX_POLICY_BYTES, MAX_POLICY_EXPRESSION_CHARS } from "./limits.ts";
-import { MAX_RATELIMIT_HEADER_ACTIONS } from "./rate-limit-fields.ts";
-import { actionDefinitions, PHASE_KEYS, trafficPolicySchema, type EntryDocument } from "./schema.ts";
+import { PHASE_KEYS, trafficPolicySchema, trafficPolicySchemaOf, type EntryDocument } from "./schema.ts";
 import { readSource } from "./source.ts";
 import { interpolatedChars } from "./template-syntax.ts";
 import { fromZodIssues } from "./zod-issues.ts";
@@ -40,6 +39,8 @@ export interface CompileOptions {
    * other bound is the same.
    */
   readonly origin?: "tenant" | "operator";
+  /** The action types the policy may use; default: the gateway's (actions/index.ts). */
+  readonly actions?: ActionRegistry;
 }
 
 /** Validates a parsed policy value and compiles its expressions and actions. */
@@ -55,11 +56,13 @@ export function compilePolicy(value: unknown, options: CompileOptions = {}): Com
   if (!measured.ok) return at(measured.path, measured.message);
   const mixed = mixedPhaseKey(value);
   if (mixed) return at([mixed], "cannot be mixed with inbound/outbound in one document: use on_http_request/on_http_response or inbound/outbound");
-  const parsed = trafficPolicySchema.safeParse(value ?? {});
+  const registry = options.actions ?? actionRegistry;
+  const schema = registry === actionRegistry ? trafficPolicySchema : trafficPolicySchemaOf(registry);
+  const parsed = schema.safeParse(value ?? {});
   if (!parsed.success) {
     // The expressions the schema found no fault with are compiled all the same: one run reports everything.
     const schemaIssues = fromZodIssues(parsed.error.issues, value, place, prefix);
-    const celIssues = expressionIssues(value, parsed.error.issues, place, prefix);
+    const celIssues = expressionIssues(value, parsed.error.issues, place, prefix, registry);
     return { ok: false, issues: [...schemaIssues, ...celIssues].sort(byLine) };
   }
   const style = parsed.data.on_http_request !== undefined || parsed.data.on_http_response !== undefined ? "ngrok" : "tollgate";
@@ -75,7 +78,8 @@ export function compilePolicy(value: unknown, options: CompileOptions = {}): Com
   }
 
   const issues: PolicyIssue[] = [];
-  let headerActions = 0;
+  // Actions counted against their type's per-policy bound, both phases together.
+  const counted = new Map<ActionDefinition, number>();
   const compilePhase = (phase: Phase, entries: readonly EntryDocument[]): CompiledEntry[] =>
     entries.map((entry, entryIndex) => {
       // Paths name the phase as the document does; names derived from positions use the canonical phase,
@@ -83,7 +87,7 @@ export function compilePolicy(value: unknown, options: CompileOptions = {}): Com
       const documentPath = [...prefix, keys[phase], entryIndex];
       const expressions: CompiledExpression[] = [];
       (entry.expressions ?? []).forEach((source, index) => {
-        const result = compileExpression(source, phase);
+        const result = compileExpression(source, phase, { actions: registry });
         if (result.ok) expressions.push(result.expression);
         else {
           const path = [...documentPath, "expressions", index];
@@ -91,16 +95,17 @@ export function compilePolicy(value: unknown, options: CompileOptions = {}): Com
         }
       });
       const actions = (entry.actions as Array<{ type: string; config?: unknown }>).map((action, actionIndex) => {
-        const definition = actionDefinitions.get(action.type)!;
+        const definition = registry.definitions.get(action.type)!;
         const position = formatPath([phase, entryIndex, "actions", actionIndex]);
-        const config = definition.config.parse(action.config ?? {}) as { ratelimit_headers?: boolean };
-        if (config.ratelimit_headers === true && ++headerActions === MAX_RATELIMIT_HEADER_ACTIONS + 1) {
-          const path = [...documentPath, "actions", actionIndex, "config", "ratelimit_headers"];
-          issues.push({
-            ...place(path),
-            path,
-            message: `exceeds the limit of ${MAX_RATELIMIT_HEADER_ACTIONS} rate-limit actions with ratelimit_headers per policy`,
-          });
+        const config = definition.config.parse(action.config ?? {});
+        const bound = definition.perPolicy;
+        if (bound?.counts(config)) {
+          const count = (counted.get(definition) ?? 0) + 1;
+          counted.set(definition, count);
+          if (count === bound.max + 1) {
+            const path = [...documentPath, "actions", actionIndex, "config", ...bound.path];
+            issues.push({ ...place(path), path, message: bound.message });
+          }
         }
         const problem = definition.check?.(config, { phase, position, origin: options.origin });
         if (problem) {
@@ -135,6 +140,7 @@ function expressionIssues(
   schemaIssues: readonly { readonly path: readonly PropertyKey[] }[],
   place: (path: PathSegment[]) => Pick<PolicyIssue, "file" | "line">,
   prefix: readonly PathSegment[],
+  actions: ActionRegistry,
 ): PolicyIssue[] {
   if (value === null || typeof value !== "object" || Array.isArray(value)) return [];
   const faulted = new Set(schemaIssues.filter((issue) => issue.path.length >= 3).map((issue) => issue.path.slice(0, 3).join("\u0000")));
@@ -161,7 +167,7 @@ function expressionIssues(
     return [{ ...place(path), path, message: `expressions together exceed the limit of ${MAX_POLICY_EXPRESSION_CHARS} characters per policy (have ${chars})` }];
   }
   return candidates.flatMap(({ path, source, phase }) => {
-    const result = compileExpression(source, phase);
+    const result = compileExpression(source, phase, { actions });
     return result.ok ? [] : [{ ...place(path), path, message: result.message }];
   });
 }

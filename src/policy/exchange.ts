@@ -4,6 +4,7 @@ import type { CircuitBreakers } from "../breaker/circuits.ts";
 import type { WindowDecision, WindowSpec } from "../limiter/sliding-window.ts";
 import type { LimitOverrides } from "../limiter/override-match.ts";
 import type { LimitSpec } from "../limiter/window-rules.ts";
+import type { ActionVars } from "./actions/results.ts";
 import type { EvaluationBudget } from "./evaluation-budget.ts";
 import type { RequestBody } from "./request-body.ts";
 
@@ -28,74 +29,6 @@ export interface ExchangeResponse {
   readonly status: number;
   /** Outbound actions may change these; they are the headers sent to the client. */
   readonly headers: Headers;
-}
-
-export interface RateLimitVars {
-  bucket_key: string;
-  /** Over the limit: answered 429, or would have with `enforce: false`. */
-  limited: boolean;
-  error: { code: string; message: string };
-}
-
-export interface RestrictIpsVars {
-  /** The client address is not allowed: answered 403, or would have with `enforce: false`. */
-  denied: boolean;
-  /** As ngrok's: 'allow' or 'deny' once the action ran, '' before. */
-  action: string;
-  /** The CIDR (as written) that decided: the deny CIDR the address lies in, else the allow CIDR; '' for none. */
-  matched_cidr: string;
-  /** Why the check could not be made (an address that does not parse), else ''. */
-  error: { code: string; message: string };
-}
-
-export interface VerifyWebhookVars {
-  /** The last verify-webhook found the provider's valid signature. */
-  verified: boolean;
-  /** Why it did not (ERR_SVC_3204 and the reason), else ''. */
-  error: { code: string; message: string };
-}
-
-export interface JwtValidationVars {
-  /** As ngrok's `tokens`: each verified token's header, payload, location, location_property, signature, verified (CEL maps). */
-  tokens: ReadonlyArray<ReadonlyMap<string, unknown>>;
-  /** The first token's claims as CEL values (Tollgate's): what bucket keys and tiers read. Empty before. */
-  claims: ReadonlyMap<string, unknown>;
-  /** Why the last jwt-validation refused (ERR_SVC_3401, 3406, 7186 and the reason), else ''. */
-  error: { code: string; message: string };
-}
-
-/** What the last url-rewrite or redirect did (ngrok's `actions.ngrok.url_rewrite.*`, `.redirect.*`). */
-export interface UrlReplacementVars {
-  /** The first match of `from` and its groups ('' for one that did not take part); empty when nothing matched. */
-  matches: string[];
-  /** The URL made: the one sent upstream, or the redirect's Location; '' before. */
-  url: string;
-  /** Why the URL was left as it was (a bound, another host), else ''. */
-  error: { code: string; message: string };
-}
-
-/** What the last basic-auth found (ngrok's `actions.ngrok.basic_auth.credentials.*`); never the password. */
-export interface BasicAuthVars {
-  credentials: { presented: boolean; username: string; authorized: boolean };
-}
-
-export interface CircuitBreakerVars {
-  /** The circuit was open: answered 503, or would have with `enforce: false`. */
-  tripped: boolean;
-  /** How the request found its circuit: closed, open, half_open (it is the probe), unavailable; '' before the action ran. */
-  state: string;
-}
-
-/** Result variables of actions that ran, readable as `actions.svc.<action>.*` (last execution only). */
-export interface ActionVars {
-  rate_limit: RateLimitVars;
-  restrict_ips: RestrictIpsVars;
-  verify_webhook: VerifyWebhookVars;
-  circuit_breaker: CircuitBreakerVars;
-  jwt_validation: JwtValidationVars;
-  url_rewrite: UrlReplacementVars;
-  redirect: UrlReplacementVars;
-  basic_auth: BasicAuthVars;
 }
 
 /** One member of the RateLimit-Policy and RateLimit header fields, from one rate-limit decision. */
@@ -152,6 +85,7 @@ export interface Exchange {
   readonly clientIp: string;
   readonly request: ExchangeRequest;
   response?: ExchangeResponse;
+  /** Result variables of actions that ran, readable as `actions.svc.<action>.*` (last execution only); each action declares its own. */
   readonly vars: ActionVars;
   /** The work this request's policies may still do (CEL, regex, log output), shared by both phases. */
   readonly budget: EvaluationBudget;
@@ -188,18 +122,8 @@ export interface Exchange {
  */
 export type InternalForwardResult = { readonly ok: true; readonly response: Response } | { readonly ok: false; readonly response: Response };
 
-export function initialVars(): ActionVars {
-  return {
-    rate_limit: { bucket_key: "", limited: false, error: { code: "", message: "" } },
-    restrict_ips: { denied: false, action: "", matched_cidr: "", error: { code: "", message: "" } },
-    verify_webhook: { verified: false, error: { code: "", message: "" } },
-    circuit_breaker: { tripped: false, state: "" },
-    jwt_validation: { tokens: [], claims: new Map(), error: { code: "", message: "" } },
-    url_rewrite: { matches: [], url: "", error: { code: "", message: "" } },
-    redirect: { matches: [], url: "", error: { code: "", message: "" } },
-    basic_auth: { credentials: { presented: false, username: "", authorized: false } },
-  };
-}
+/** The result variables of every registered action before any ran (the registry's, actions/index.ts). */
+export { initialVars } from "./actions/index.ts";
 
 /** Names one bucket: its Durable Object is per (ingress instance, scope, action name, key). */
 export interface BucketRef {

@@ -2,6 +2,7 @@
 
 import type { z } from "zod";
 import type { ActionServices, Exchange, Phase } from "../exchange.ts";
+import type { ActionResults } from "./results.ts";
 
 export interface ActionContext {
   readonly phase: Phase;
@@ -23,11 +24,25 @@ export interface CompiledAction {
   run(exchange: Exchange, services: ActionServices): Response | undefined | Promise<Response | undefined>;
 }
 
+/**
+ * A bound on how many actions of one type, configured a certain way, one policy may hold (both phases
+ * together): the policy is refused at the first one over, at `path` inside its config.
+ */
+export interface PerPolicyBound<Config> {
+  readonly max: number;
+  counts(config: Config): boolean;
+  readonly path: ReadonlyArray<string | number>;
+  readonly message: string;
+}
+
 export interface ActionDefinition<Config extends z.ZodType = z.ZodType> {
   readonly type: string;
   readonly config: Config;
   /** Whether `config` may be omitted. */
   readonly configOptional: boolean;
+  /** The variables it sets for later expressions (`actions.svc.<name>.*`); absent: none. */
+  readonly results?: ActionResults;
+  readonly perPolicy?: PerPolicyBound<z.output<Config>>;
   /** What the schema cannot see because it depends on the phase: a path inside `config` and a message. */
   check?(config: z.output<Config>, context: ActionContext): { readonly path: ReadonlyArray<string | number>; readonly message: string } | undefined;
   compile(config: z.output<Config>, context: ActionContext): CompiledAction;

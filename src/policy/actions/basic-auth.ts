@@ -9,12 +9,14 @@
 
 import { z } from "zod";
 import { ErrorCode, ServiceError } from "../../errors.ts";
+import { BOOL, STRING } from "../cel-types.ts";
 import type { ActionServices, Exchange } from "../exchange.ts";
 import type { PathSegment } from "../issues.ts";
 import { splitTemplate } from "../template-syntax.ts";
 import { defineAction, type ActionContext } from "./action.ts";
 import { credentialDigest, matchesAny, presentedCredentials } from "./basic-credentials.ts";
 import { compiledOnce, compileFields, FieldRun, type InterpolatedField } from "./interpolated-fields.ts";
+import { declareResults } from "./results.ts";
 
 /** Allowed credentials of one action (ngrok's maximum). */
 export const MAX_BASIC_CREDENTIALS = 10;
@@ -127,10 +129,26 @@ function rendered(credential: Credential, run: FieldRun): string | undefined {
   return colon >= 0 && credentialProblem(whole.slice(0, colon), whole.slice(colon + 1)) === undefined ? whole : undefined;
 }
 
+/** What the last basic-auth found (ngrok's `actions.ngrok.basic_auth.credentials.*`); never the password. */
+export interface BasicAuthVars {
+  credentials: { presented: boolean; username: string; authorized: boolean };
+}
+
+declare module "./results.ts" {
+  interface ActionVars {
+    basic_auth: BasicAuthVars;
+  }
+}
+
+const basicAuthResults = declareResults<BasicAuthVars>("basic_auth", { credentials: { presented: BOOL, username: STRING, authorized: BOOL } }, () => ({
+  credentials: { presented: false, username: "", authorized: false },
+}));
+
 export const basicAuthAction = defineAction({
   type: "basic-auth",
   config: basicAuthConfig,
   configOptional: false,
+  results: basicAuthResults,
   check(config, context) {
     if (context.phase !== "inbound") return { path: [], message: "runs only on requests (inbound, ngrok's on_http_request), as ngrok's does" };
     const compiled = compiledCredentials(config, context);

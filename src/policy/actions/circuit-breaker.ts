@@ -11,7 +11,9 @@ import { z } from "zod";
 import type { BreakerSpec } from "../../breaker/circuit.ts";
 import { circuitOpenAnswer } from "../../breaker/open-answer.ts";
 import { parseDuration } from "../duration.ts";
+import { BOOL, STRING } from "../cel-types.ts";
 import { defineAction } from "./action.ts";
+import { declareResults } from "./results.ts";
 
 /** ngrok's bounds of window_duration and tripped_duration. */
 const MIN_DURATION_MS = 1_000;
@@ -62,10 +64,27 @@ export const circuitBreakerConfig = z.strictObject({
     .describe("false: record outcomes and set actions.svc.circuit_breaker.tripped, but never refuse a request."),
 });
 
+export interface CircuitBreakerVars {
+  /** The circuit was open: answered 503, or would have with `enforce: false`. */
+  tripped: boolean;
+  /** How the request found its circuit: closed, open, half_open (it is the probe), unavailable; '' before the action ran. */
+  state: string;
+}
+
+declare module "./results.ts" {
+  interface ActionVars {
+    circuit_breaker: CircuitBreakerVars;
+  }
+}
+
+/** `actions.svc.circuit_breaker.*` (and `actions.ngrok.…`): how the last circuit-breaker found its circuit. ngrok's sets none. */
+const circuitBreakerResults = declareResults<CircuitBreakerVars>("circuit_breaker", { tripped: BOOL, state: STRING }, () => ({ tripped: false, state: "" }));
+
 export const circuitBreakerAction = defineAction({
   type: "circuit-breaker",
   config: circuitBreakerConfig,
   configOptional: true,
+  results: circuitBreakerResults,
   check(_config, context) {
     if (context.phase === "inbound") return undefined;
     return { path: [], message: "runs only on requests (inbound, ngrok's on_http_request), as ngrok's does" };

@@ -9,7 +9,8 @@
 import type { JWK } from "jose";
 import { z } from "zod";
 import { ErrorCode, ServiceError } from "../../errors.ts";
-import type { Exchange, JwtValidationVars } from "../exchange.ts";
+import { BOOL, DYN, list, map, record, STRING } from "../cel-types.ts";
+import type { Exchange } from "../exchange.ts";
 import { claimsValue } from "../jwt/claims.ts";
 import { inlineKeyGetter } from "../jwt/inline-keys.ts";
 import { RemoteJwks } from "../jwt/remote-jwks.ts";
@@ -17,6 +18,7 @@ import { locateToken } from "../jwt/token-location.ts";
 import { verifyToken, type KeySource, type VerifierSettings } from "../jwt/verify-token.ts";
 import { defineAction, isHeaderName } from "./action.ts";
 import { inlineJwkSchema, jwksUrlSchema } from "./jwt-validation-keys.ts";
+import { declareResults, ERROR_SHAPE, noError, type ResultError } from "./results.ts";
 
 /** Issuers or audiences in an allow list; real ones name one to three. */
 export const MAX_JWT_ALLOW_LIST = 16;
@@ -123,10 +125,43 @@ function keySources(config: Config): KeySource[] {
 
 const EMPTY_ERROR = { code: "", message: "" };
 
+export interface JwtValidationVars {
+  /** As ngrok's `tokens`: each verified token's header, payload, location, location_property, signature, verified (CEL maps). */
+  tokens: ReadonlyArray<ReadonlyMap<string, unknown>>;
+  /** The first token's claims as CEL values (Tollgate's): what bucket keys and tiers read. Empty before. */
+  claims: ReadonlyMap<string, unknown>;
+  /** Why the last jwt-validation refused (ERR_SVC_3401, 3406, 7186 and the reason), else ''. */
+  error: ResultError;
+}
+
+declare module "./results.ts" {
+  interface ActionVars {
+    jwt_validation: JwtValidationVars;
+  }
+}
+
+const JSON_MAP = map(STRING, DYN);
+
+/**
+ * `actions.svc.jwt_validation.*` (and `actions.ngrok.…`): what the last jwt-validation verified. `tokens` and
+ * `error` as ngrok names them; `claims` is Tollgate's: the first token's claims, for bucket keys and tiers.
+ */
+const jwtValidationResults = declareResults<JwtValidationVars>(
+  "jwt_validation",
+  {
+    tokens: (at) =>
+      list(record(`${at}[]`, { header: JSON_MAP, location: STRING, location_property: STRING, payload: JSON_MAP, signature: STRING, verified: BOOL })),
+    claims: JSON_MAP,
+    error: ERROR_SHAPE,
+  },
+  () => ({ tokens: [], claims: new Map(), error: noError() }),
+);
+
 export const jwtValidationAction = defineAction({
   type: "jwt-validation",
   config: jwtValidationConfig,
   configOptional: false,
+  results: jwtValidationResults,
   check(config, context) {
     if (context.phase !== "inbound") return { path: [], message: "runs only on requests (inbound, ngrok's on_http_request), as ngrok's does" };
     for (const [index, token] of config.http.tokens.entries()) {

@@ -4,15 +4,17 @@
  */
 
 import { z } from "zod";
-import { ErrorCode, newOperationId, OPERATION_ID_HEADER } from "../../errors.ts";
 import type { LimitOverride } from "../../limiter/override-match.ts";
 import { closestToLimit } from "../../limiter/several-windows.ts";
 import type { WindowDecision } from "../../limiter/sliding-window.ts";
 import type { CountResult, Exchange, RateLimitEvent, RateLimitOutcome } from "../exchange.ts";
 import { parseDuration } from "../duration.ts";
-import { isRateLimitPolicyName, MAX_RATELIMIT_POLICY_NAME } from "../rate-limit-fields.ts";
+import { BOOL, STRING } from "../cel-types.ts";
+import { isRateLimitPolicyName, MAX_RATELIMIT_HEADER_ACTIONS, MAX_RATELIMIT_POLICY_NAME } from "../rate-limit-fields.ts";
 import { defineAction } from "./action.ts";
+import { declareResults, ERROR_SHAPE, noError, type ResultError } from "./results.ts";
 import { compileBucketKey, KEY_ERROR } from "./rate-limit-key.ts";
+import { rateLimitedResponder } from "./rate-limit-response.ts";
 import { awaitSettle, compileSettleCost, reservationId } from "./rate-limit-settle.ts";
 import { choosePlan, costOf, type LimitPlan, longestWindowMs, overridePlan, type PlannedWindow, planLimits } from "./rate-limit-plan.ts";
 import { capacitySchema, costSchema, tiersSchema, windowLabel, windowSeconds, windowsSchema } from "./rate-limit-windows.ts";
@@ -114,39 +116,43 @@ export const rateLimitConfig = z
     },
   );
 
-/**
- * The 429 a rejected request gets: the envelope and headers `ServiceError.toResponse` renders, written
- * directly because a flood answers it thousands of times a second. The JSON text is assembled from parts
- * fixed when the policy compiles (only retry-after and the operation id change per request); a test parses
- * it and compares it with the envelope.
- */
-function rateLimitedResponder(name: string, capacity: number, rate: string, weighted: boolean): (retryAfter: number) => Response {
-  // `"…Retry after ` and `s."`: JSON string text around the one number that changes.
-  const what = weighted ? `a cost of ${capacity}` : `${capacity} requests`;
-  const message = JSON.stringify(`Rate limit exceeded: more than ${what} in ${rate}. Retry after `).slice(0, -1);
-  const head = `{"error_code":"ERR_SVC_${ErrorCode.rateLimited}","status_code":429,"msg":${message}`;
-  const details = `s.","details":{"rate_limit":${JSON.stringify(name)},"retry_after":`;
-  return (retryAfter) => {
-    const operationId = newOperationId();
-    const body = `${head}${retryAfter}${details}${retryAfter},"operation_id":"${operationId}"}}`;
-    // Headers as an object: workerd converts an array of pairs measurably slower (about 5 µs a response).
-    return new Response(body, {
-      status: 429,
-      headers: { "content-type": "application/json", "retry-after": String(retryAfter), [OPERATION_ID_HEADER]: operationId },
-    });
-  };
-}
-
 /** How a counted decision turns out, given `enforce`. */
 function outcomeOf(allowed: boolean, enforce: boolean): RateLimitOutcome {
   if (allowed) return "allowed";
   return enforce ? "limited" : "shadow_limited";
 }
 
+export interface RateLimitVars {
+  bucket_key: string;
+  /** Over the limit: answered 429, or would have with `enforce: false`. */
+  limited: boolean;
+  error: ResultError;
+}
+
+declare module "./results.ts" {
+  interface ActionVars {
+    rate_limit: RateLimitVars;
+  }
+}
+
+const rateLimitResults = declareResults<RateLimitVars>("rate_limit", { bucket_key: STRING, limited: BOOL, error: ERROR_SHAPE }, () => ({
+  bucket_key: "",
+  limited: false,
+  error: noError(),
+}));
+
 export const rateLimitAction = defineAction({
   type: "rate-limit",
   config: rateLimitConfig,
   configOptional: false,
+  results: rateLimitResults,
+  // The RateLimit fields carry a member per such action: their count bounds the fields' size.
+  perPolicy: {
+    max: MAX_RATELIMIT_HEADER_ACTIONS,
+    counts: (config) => config.ratelimit_headers,
+    path: ["ratelimit_headers"],
+    message: `exceeds the limit of ${MAX_RATELIMIT_HEADER_ACTIONS} rate-limit actions with ratelimit_headers per policy`,
+  },
   check(config, context) {
     const key = compileBucketKey(config.bucket_key ?? ["conn.client_ip"], context.phase);
     if (!("key" in key)) return { path: ["bucket_key", key.index], message: key.message };

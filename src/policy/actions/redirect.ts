@@ -11,7 +11,7 @@ import { z } from "zod";
 import { defineAction, isHeaderName } from "./action.ts";
 import { headerSafe, headerValueSchema, MAX_INTERPOLATED_HEADER_CHARS } from "./header-text.ts";
 import { compiledOnce, compileFields, FieldRun } from "./interpolated-fields.ts";
-import { compileReplacement, fromSchema, resolveReplaced, toSchema } from "./url-replacement.ts";
+import { compileReplacement, fromSchema, resolveReplaced, toSchema, type UrlReplacementVars, urlReplacementResults } from "./url-replacement.ts";
 
 /** Headers of one redirect (ngrok's maximum). */
 export const MAX_REDIRECT_HEADERS = 10;
@@ -58,10 +58,17 @@ const compiledParts = compiledOnce((config: Config, context) => {
   return { ok: true as const, replacement: replacement.replacement, headers: headers.fields };
 });
 
+declare module "./results.ts" {
+  interface ActionVars {
+    redirect: UrlReplacementVars;
+  }
+}
+
 export const redirectAction = defineAction({
   type: "redirect",
   config: redirectConfig,
   configOptional: false,
+  results: urlReplacementResults("redirect"),
   check(config, context) {
     if (context.phase !== "inbound") return { path: [], message: "runs only on requests (inbound, ngrok's on_http_request), as ngrok's does" };
     const compiled = compiledParts(config, context);

@@ -8,7 +8,9 @@
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
 import { ErrorCode, ServiceError } from "../../errors.ts";
+import { BOOL, STRING } from "../cel-types.ts";
 import { defineAction } from "./action.ts";
+import { declareResults, ERROR_SHAPE, noError, type ResultError } from "./results.ts";
 
 /** CIDRs in each of `allow` and `deny`: a request checks its address against each, one by one. */
 export const MAX_CIDRS = 256;
@@ -83,10 +85,34 @@ function parseAddress(ip: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
   }
 }
 
+export interface RestrictIpsVars {
+  /** The client address is not allowed: answered 403, or would have with `enforce: false`. */
+  denied: boolean;
+  /** As ngrok's: 'allow' or 'deny' once the action ran, '' before. */
+  action: string;
+  /** The CIDR (as written) that decided: the deny CIDR the address lies in, else the allow CIDR; '' for none. */
+  matched_cidr: string;
+  /** Why the check could not be made (an address that does not parse), else ''. */
+  error: ResultError;
+}
+
+declare module "./results.ts" {
+  interface ActionVars {
+    restrict_ips: RestrictIpsVars;
+  }
+}
+
+export const restrictIpsResults = declareResults<RestrictIpsVars>(
+  "restrict_ips",
+  { denied: BOOL, action: STRING, matched_cidr: STRING, error: ERROR_SHAPE },
+  () => ({ denied: false, action: "", matched_cidr: "", error: noError() }),
+);
+
 export const restrictIpsAction = defineAction({
   type: "restrict-ips",
   config: restrictIpsConfig,
   configOptional: false,
+  results: restrictIpsResults,
   compile(config, context) {
     const allow = config.allow && cidrsOf(config.allow);
     const deny = cidrsOf(config.deny ?? []);

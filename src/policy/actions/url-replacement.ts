@@ -8,6 +8,7 @@
 
 import { RE2JS } from "re2js";
 import { z } from "zod";
+import { STRING, STRING_LIST } from "../cel-types.ts";
 import type { ActionServices, Exchange } from "../exchange.ts";
 import type { PathSegment } from "../issues.ts";
 import {
@@ -22,6 +23,7 @@ import {
 import { splitTemplate } from "../template-syntax.ts";
 import type { ActionContext } from "./action.ts";
 import { compileFields, FieldRun, type InterpolatedField } from "./interpolated-fields.ts";
+import { declareResults, ERROR_SHAPE, noError, type ActionResults, type ResultError } from "./results.ts";
 
 export const fromSchema = z
   .string({ error: "must be a string" })
@@ -52,6 +54,25 @@ export type ReplacementOutcome =
   | { readonly ok: false; readonly code: string; readonly message: string };
 
 export type CompiledReplacementResult = { ok: true; replacement: CompiledReplacement } | { ok: false; path: readonly PathSegment[]; message: string };
+
+/** What the last url-rewrite or redirect did (ngrok's `actions.ngrok.url_rewrite.*`, `.redirect.*`). */
+export interface UrlReplacementVars {
+  /** The first match of `from` and its groups ('' for one that did not take part); empty when nothing matched. */
+  matches: string[];
+  /** The URL made: the one sent upstream, or the redirect's Location; '' before. */
+  url: string;
+  /** Why the URL was left as it was (a bound, another host), else ''. */
+  error: ResultError;
+}
+
+/** The result variables of url-rewrite and redirect, each under its own `name`: the same fields. */
+export function urlReplacementResults(name: string): ActionResults<UrlReplacementVars> {
+  return declareResults<UrlReplacementVars>(name, { matches: STRING_LIST, url: STRING, error: ERROR_SHAPE }, () => ({
+    matches: [],
+    url: "",
+    error: noError(),
+  }));
+}
 
 export const URL_TOO_LONG_ERROR = "ERR_REWRITE_URL_TOO_LONG";
 export const PATTERN_ERROR = "ERR_REWRITE_PATTERN";

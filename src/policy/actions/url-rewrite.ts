@@ -8,7 +8,7 @@
 import { z } from "zod";
 import { defineAction } from "./action.ts";
 import { compiledOnce } from "./interpolated-fields.ts";
-import { compileReplacement, fromSchema, resolveReplaced, toSchema } from "./url-replacement.ts";
+import { compileReplacement, fromSchema, resolveReplaced, toSchema, type UrlReplacementVars, urlReplacementResults } from "./url-replacement.ts";
 
 export const urlRewriteConfig = z.strictObject({ from: fromSchema, to: toSchema });
 
@@ -18,10 +18,17 @@ export const URL_REWRITE_ORIGIN_ERROR = "ERR_URL_REWRITE_ORIGIN";
 
 const replacementOf = compiledOnce((config: Config, context) => compileReplacement(config.from, config.to, context));
 
+declare module "./results.ts" {
+  interface ActionVars {
+    url_rewrite: UrlReplacementVars;
+  }
+}
+
 export const urlRewriteAction = defineAction({
   type: "url-rewrite",
   config: urlRewriteConfig,
   configOptional: false,
+  results: urlReplacementResults("url_rewrite"),
   check(config, context) {
     if (context.phase !== "inbound") return { path: [], message: "runs only on requests (inbound, ngrok's on_http_request), as ngrok's does" };
     const compiled = replacementOf(config, context);

@@ -11,7 +11,9 @@ import type { Exchange } from "../exchange.ts";
 import { RequestBody, type BodyBytes, type BodyRead } from "../request-body.ts";
 import { NGROK_ONLY_PROVIDERS, webhookSchemes } from "../webhooks/providers.ts";
 import type { Verdict, Verifier } from "../webhooks/scheme.ts";
+import { BOOL } from "../cel-types.ts";
 import { defineAction } from "./action.ts";
+import { declareResults, ERROR_SHAPE, noError, type ResultError } from "./results.ts";
 
 /** Characters of a secret: real ones are 32 to 100 (Stripe's whsec_…, Twilio's auth token, Svix keys). */
 export const MAX_WEBHOOK_SECRET_CHARS = 512;
@@ -46,10 +48,30 @@ const NO_BODY = new RequestBody(null);
 
 const bodyOf = (exchange: Exchange): Promise<BodyRead> => (exchange.request.body ?? NO_BODY).read();
 
+export interface VerifyWebhookVars {
+  /** The last verify-webhook found the provider's valid signature. */
+  verified: boolean;
+  /** Why it did not (ERR_SVC_3204 and the reason), else ''. */
+  error: ResultError;
+}
+
+declare module "./results.ts" {
+  interface ActionVars {
+    verify_webhook: VerifyWebhookVars;
+  }
+}
+
+/** `actions.svc.verify_webhook.*` (and `actions.ngrok.…`): what the last verify-webhook found, as ngrok names it. */
+const verifyWebhookResults = declareResults<VerifyWebhookVars>("verify_webhook", { verified: BOOL, error: ERROR_SHAPE }, () => ({
+  verified: false,
+  error: noError(),
+}));
+
 export const verifyWebhookAction = defineAction({
   type: "verify-webhook",
   config: verifyWebhookConfig,
   configOptional: false,
+  results: verifyWebhookResults,
   check(_config, context) {
     if (context.phase === "inbound") return undefined;
     return { path: [], message: "runs only on requests (inbound, ngrok's on_http_request), as ngrok's does" };

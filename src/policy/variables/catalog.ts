@@ -37,7 +37,10 @@ function typesOf(phase: Phase): ReadonlyMap<string, Type> {
   return types;
 }
 
-/** Variables by name (hidden ones, `@req.url`, included) with their types. */
+/**
+ * Variables by name (hidden ones, `@req.url`, included) with their types, but for `actions`: its type is
+ * the action registry's (ActionRegistry.actionsType), what the registered actions declare.
+ */
 export const VARIABLE_TYPES: Readonly<Record<Phase, ReadonlyMap<string, Type>>> = { inbound: typesOf("inbound"), outbound: typesOf("outbound") };
 
 /** The names an expression may write, in the order messages list them. */
