@@ -7,15 +7,14 @@
 
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
+import { hasTable, type MigrationStep, migrateSchema } from "../sqlite-migrations.ts";
 import type { HoldResult, TunnelRecord, TunnelSessionPage, TunnelSessionRecord } from "./registry-client.ts";
-
-const SCHEMA_VERSION = 4;
 
 /**
  * Host labels the account holds, one row per label and tunnel: the members of an endpoint pool each hold
  * their label (it is counted once), so one member leaving leaves it counted for the others.
  */
-const HELD_HOSTS_TABLE = `CREATE TABLE IF NOT EXISTS held_hosts (
+const HELD_HOSTS_TABLE = `CREATE TABLE held_hosts (
   label TEXT NOT NULL,
   tunnel_id TEXT NOT NULL,
   session_id TEXT NOT NULL,
@@ -23,40 +22,35 @@ const HELD_HOSTS_TABLE = `CREATE TABLE IF NOT EXISTS held_hosts (
   PRIMARY KEY (label, tunnel_id)
 )`;
 
+/** The registry's schema, step n bringing it to version n (src/sqlite-migrations.ts). Append only. */
+export const REGISTRY_MIGRATIONS: readonly MigrationStep[] = [
+  // 1: online tunnels, leased and renewed with their session.
+  `CREATE TABLE IF NOT EXISTS tunnels (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, record TEXT NOT NULL, lease_until INTEGER NOT NULL);
+   CREATE INDEX IF NOT EXISTS tunnels_by_session ON tunnels (session_id);`,
+  // 2: host labels the account holds, counted against its quota until held_until: while their tunnel is online
+  // (leased and renewed like the tunnel), then for the grace period after it went offline. One row per label.
+  `CREATE TABLE IF NOT EXISTS held_hosts (label TEXT PRIMARY KEY, tunnel_id TEXT NOT NULL, session_id TEXT NOT NULL, held_until INTEGER NOT NULL);
+   CREATE INDEX IF NOT EXISTS held_hosts_by_session ON held_hosts (session_id);`,
+  // 3: online tunnel sessions (agents that said hello), leased and renewed like their tunnels.
+  "CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, record TEXT NOT NULL, lease_until INTEGER NOT NULL)",
+  // 4: endpoint pools: a label has a row per tunnel holding it; the rows of step 2 kept under the new key.
+  `${HELD_HOSTS_TABLE.replace("held_hosts", "held_hosts_v4")};
+   INSERT INTO held_hosts_v4 SELECT label, tunnel_id, session_id, held_until FROM held_hosts;
+   DROP TABLE held_hosts;
+   ALTER TABLE held_hosts_v4 RENAME TO held_hosts;
+   CREATE INDEX IF NOT EXISTS held_hosts_by_session ON held_hosts (session_id);`,
+];
+
+/** The version a registry recorded before src/sqlite-migrations.ts: a `meta` row 'schema' (versions 1 to 4). */
+function metaSchemaVersion(sql: SqlStorage): number | undefined {
+  if (!hasTable(sql, "meta")) return undefined;
+  return sql.exec<{ value: number }>("SELECT value FROM meta WHERE key = 'schema'").toArray()[0]?.value;
+}
+
 export class TunnelRegistry extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    const sql = ctx.storage.sql;
-    sql.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)");
-    const version = sql.exec<{ value: number }>("SELECT value FROM meta WHERE key = 'schema'").toArray()[0]?.value ?? 0;
-    if (version < SCHEMA_VERSION) {
-      sql.exec(`CREATE TABLE IF NOT EXISTS tunnels (
-        id TEXT PRIMARY KEY,
-        session_id TEXT NOT NULL,
-        record TEXT NOT NULL,
-        lease_until INTEGER NOT NULL
-      )`);
-      sql.exec("CREATE INDEX IF NOT EXISTS tunnels_by_session ON tunnels (session_id)");
-      // Host labels the account holds, counted against its quota until held_until: while their tunnel is online
-      // (leased and renewed like the tunnel), then for the grace period after it went offline.
-      if (version > 0 && version < 4) {
-        // Before pools a label had one row (label was the key): the same rows, under the new key.
-        sql.exec(HELD_HOSTS_TABLE.replace("held_hosts", "held_hosts_v4"));
-        sql.exec("INSERT INTO held_hosts_v4 SELECT label, tunnel_id, session_id, held_until FROM held_hosts");
-        sql.exec("DROP TABLE held_hosts");
-        sql.exec("ALTER TABLE held_hosts_v4 RENAME TO held_hosts");
-      } else sql.exec(HELD_HOSTS_TABLE);
-      sql.exec("CREATE INDEX IF NOT EXISTS held_hosts_by_session ON held_hosts (session_id)");
-    }
-    if (version < 3) {
-      // Online tunnel sessions (agents that said hello), leased and renewed like their tunnels.
-      sql.exec(`CREATE TABLE IF NOT EXISTS sessions (
-        id TEXT PRIMARY KEY,
-        record TEXT NOT NULL,
-        lease_until INTEGER NOT NULL
-      )`);
-    }
-    if (version < SCHEMA_VERSION) sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)", SCHEMA_VERSION);
+    migrateSchema(ctx.storage, REGISTRY_MIGRATIONS, { legacyVersion: metaSchemaVersion });
   }
 
   /** Records (or updates) an online tunnel session, leased for `leaseMs` and renewed with its tunnels. */

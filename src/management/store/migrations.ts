@@ -1,5 +1,7 @@
 /** The SQL schema of an account's store, as numbered migrations applied in order, each exactly once. */
 
+import { migrateSchema } from "../../sqlite-migrations.ts";
+
 /** Migration n (1-based) is `MIGRATIONS[n - 1]`. Append only: never edit or reorder an applied one. */
 export const MIGRATIONS: readonly string[] = [
   // 1: bot users. Ids sort by creation time, so the primary key is also the "newest first" index.
@@ -41,16 +43,7 @@ export const MIGRATIONS: readonly string[] = [
    CREATE UNIQUE INDEX rate_limit_overrides_by_key ON rate_limit_overrides (scope, action, bucket_key);`,
 ];
 
-/** Brings the schema up to date; returns the version it is at. Runs inside one transaction. */
+/** Brings the schema up to date (src/sqlite-migrations.ts); returns the version it is at. One transaction. */
 export function migrate(storage: DurableObjectStorage): number {
-  return storage.transactionSync(() => {
-    const sql = storage.sql;
-    sql.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY NOT NULL, applied_at TEXT NOT NULL)");
-    const current = sql.exec<{ version: number | null }>("SELECT max(version) AS version FROM schema_migrations").one().version ?? 0;
-    for (let version = current + 1; version <= MIGRATIONS.length; version++) {
-      sql.exec(MIGRATIONS[version - 1]);
-      sql.exec("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)", version, new Date().toISOString());
-    }
-    return MIGRATIONS.length;
-  });
+  return migrateSchema(storage, MIGRATIONS);
 }

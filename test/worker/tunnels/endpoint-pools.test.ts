@@ -172,10 +172,13 @@ describe("endpoint pools", () => {
       sql.exec("DROP TABLE held_hosts");
       sql.exec("CREATE TABLE held_hosts (label TEXT PRIMARY KEY, tunnel_id TEXT NOT NULL, session_id TEXT NOT NULL, held_until INTEGER NOT NULL)");
       sql.exec("INSERT INTO held_hosts VALUES ('kept', 'tn_old', 'ts_old', ?)", Date.now() + 3_600_000);
-      sql.exec("UPDATE meta SET value = 3 WHERE key = 'schema'");
+      // The version as registries recorded it before src/sqlite-migrations.ts: a meta row, no schema_migrations.
+      sql.exec("DROP TABLE schema_migrations");
+      sql.exec("CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)");
+      sql.exec("INSERT INTO meta VALUES ('schema', 3)");
       const migrated = new TunnelRegistry(state, env);
       expect(sql.exec("SELECT label, tunnel_id FROM held_hosts").toArray()).toEqual([{ label: "kept", tunnel_id: "tn_old" }]);
-      expect(sql.exec<{ value: number }>("SELECT value FROM meta WHERE key = 'schema'").one().value).toBe(4);
+      expect(sql.exec<{ value: number }>("SELECT max(version) AS value FROM schema_migrations").one().value).toBe(4);
       // a second row of the same label is a pool member now, not a conflict
       sql.exec("INSERT INTO held_hosts VALUES ('kept', 'tn_new', 'ts_new', ?)", Date.now() + 3_600_000);
       expect(migrated.holdHost("other", "tn_x", "ts_x", 1, 60_000)).toMatchObject({ ok: false, held: 1 });
