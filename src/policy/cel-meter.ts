@@ -2,7 +2,7 @@
  * Meters CEL evaluation against the request's EvaluationBudget: every call through the function registry
  * is charged CALL_UNITS plus the size of what it takes before it runs, and the size of what it returns after;
  * every comprehension is charged ITERATION_UNITS per element before it starts. The weights make a unit cost
- * about the same (≤ ~20 ns here) whatever the expression does; docs/security.md has the measurements. The planner implements
+ * about the same whatever the expression does; docs/security.md has the measurements. The planner implements
  * `&&`, `||`, `?:` and indexing itself (constant work each), so they are not charged.
  */
 
@@ -16,11 +16,11 @@ type FuncGroup = NonNullable<ReturnType<FuncResolver["find"]>>;
 /** The function every comprehension's range goes through once the expression is metered. */
 const ITERATE = "@tollgate.iterate";
 
-/** Units charged per call, on top of the sizes it takes and produces (a call costs ~100–200 ns by itself). */
+/** Units charged per call, on top of the sizes it takes and produces: a call costs something by itself (docs/security.md). */
 export const CALL_UNITS = 8;
 /** Units per element of a list or map taken or produced (an element costs several times a character). */
 export const ELEMENT_UNITS = 8;
-/** Units per comprehension iteration (the planner spends ~1–1.5 µs on each, whatever the body). */
+/** Units per comprehension iteration: the planner spends as much on each as on a hundred characters, whatever the body (docs/security.md). */
 export const ITERATION_UNITS = 128;
 
 /**

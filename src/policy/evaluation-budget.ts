@@ -10,7 +10,7 @@
  * plus the elements every comprehension iterates over.
  */
 export const MAX_CEL_WORK_PER_REQUEST = 1024 * 1024;
-/** Regex work per request, in text characters × pattern instructions (RE2JS's worst case is ~45 ns a unit). */
+/** Regex work per request, in text characters × pattern instructions (RE2JS's worst case per unit: docs/security.md). */
 export const MAX_REGEX_WORK_PER_REQUEST = 512 * 1024;
 /** Bytes of `log` records one request may write (its metadata as JSON). */
 export const MAX_LOG_BYTES_PER_REQUEST = 16 * 1024;

@@ -21,7 +21,7 @@ export const MAX_ACTIONS_PER_ENTRY = 16;
 
 /** Characters of one CEL expression. */
 export const MAX_EXPRESSION_LENGTH = 1024;
-/** Characters of all CEL expressions of one policy together (parsing costs up to ~10 µs a character). */
+/** Characters of all CEL expressions of one policy together: parsing costs time per character (docs/security.md). */
 export const MAX_POLICY_EXPRESSION_CHARS = 4096;
 /** Nesting of (), [] and {} in an expression, checked before parsing (the parser recurses on them). */
 export const MAX_EXPRESSION_NESTING = 32;
