@@ -117,7 +117,7 @@ describe("rate-limit settle_cost", () => {
       "settle_cost 9007199254740992 is outside 0 to 1000000",
       "settle_cost must be an int, got a string",
       "settle_cost: field not found: x-usage",
-      "settle_cost: field not found: body",
+      "settle_cost: field not found: body; res.body is absent: the content type is neither JSON nor text/event-stream",
       // Past 2^53 - 1 a JSON number stays a double.
       "settle_cost 9007199254740992 is not an integer from 0 to 1000000",
     ]);
