@@ -7,7 +7,7 @@
 import type { Env } from "./env.ts";
 import { LoadedGatewayMemory } from "./gateway/loaded-config.ts";
 import { RateLimitServicesMemory } from "./gateway/limiter-client.ts";
-import { BreakerMemory } from "./gateway/modules/breaker-memory.ts";
+import { BreakerMemory } from "./breaker/breaker-memory.ts";
 import { RouteModulesCache } from "./gateway/modules/route-modules.ts";
 import type { IsolateState } from "./gateway/pipeline.ts";
 import { IsolateBuckets } from "./limiter/isolate-buckets.ts";

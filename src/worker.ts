@@ -16,7 +16,7 @@ import { SettingsError, settingsOf } from "./settings.ts";
 import { routeTunnelTraffic, type TunnelServices } from "./tunnels/index.ts";
 
 export { RateLimiter } from "./limiter/limiter-object.ts";
-export { CircuitBreaker } from "./gateway/modules/breaker-object.ts";
+export { CircuitBreaker } from "./breaker/breaker-object.ts";
 export { AccountStore } from "./management/account-store.ts";
 export { TunnelHost, TunnelRegistry, TunnelSession } from "./tunnels/index.ts";
 

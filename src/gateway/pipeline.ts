@@ -30,7 +30,7 @@ import { policyLoadError } from "./policy-error.ts";
 import type { RouteTable } from "./route-table.ts";
 import { dispatch, type UpstreamHandlers } from "./upstream.ts";
 import { policyCircuits, withCircuitBreaker } from "./modules/breaker-client.ts";
-import type { BreakerMemory } from "./modules/breaker-memory.ts";
+import type { BreakerMemory } from "../breaker/breaker-memory.ts";
 import type { RouteModulesCache } from "./modules/route-modules.ts";
 import { bridgeWebSocketToTcp } from "./modules/websocket-tcp.ts";
 import type { Upstream } from "./upstream-spec.ts";

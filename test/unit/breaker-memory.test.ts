@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BreakerMemory, MAX_REMEMBERED_BREAKERS } from "../../src/gateway/modules/breaker-memory.ts";
+import { BreakerMemory, MAX_REMEMBERED_BREAKERS } from "../../src/breaker/breaker-memory.ts";
 import type { BreakerView } from "../../src/breaker/circuit.ts";
 
 const closed: BreakerView = { status: "closed", requests: 3, errors: 1, openUntil: 0 };

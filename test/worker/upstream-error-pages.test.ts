@@ -6,7 +6,7 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { ERROR_PAGE_CSP } from "../../src/error-page.ts";
-import { BreakerMemory } from "../../src/gateway/modules/breaker-memory.ts";
+import { BreakerMemory } from "../../src/breaker/breaker-memory.ts";
 import { withCircuitBreaker } from "../../src/gateway/modules/breaker-client.ts";
 import { ResetCode, type FrameOf } from "../../src/tunnels/protocol.ts";
 import { MAX_SESSION_STREAMS } from "../../src/tunnels/stream-limits.ts";

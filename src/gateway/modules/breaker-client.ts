@@ -10,7 +10,7 @@ import type { AfterResponse } from "../../policy/exchange.ts";
 import { isUpstreamError, type BreakerSpec, type BreakerStatus } from "../../breaker/circuit.ts";
 import type { CircuitBreakers, CircuitPassage } from "../../breaker/circuits.ts";
 import { circuitOpenAnswer } from "../../breaker/open-answer.ts";
-import type { BreakerMemory } from "./breaker-memory.ts";
+import type { BreakerMemory } from "../../breaker/breaker-memory.ts";
 
 /**
  * Whether a request may pass circuit `name` (`label`: how logs name it). `afterResponse`: where recording a

@@ -4,7 +4,7 @@ import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:
 import type { Env } from "../../../src/env.ts";
 import { loadGatewayConfig, type GatewayLoadOptions } from "../../../src/gateway/gateway-config.ts";
 import { ExpressionErrorLog } from "../../../src/policy/expression-error-log.ts";
-import { BreakerMemory } from "../../../src/gateway/modules/breaker-memory.ts";
+import { BreakerMemory } from "../../../src/breaker/breaker-memory.ts";
 import { RouteModulesCache } from "../../../src/gateway/modules/route-modules.ts";
 import { handleGatewayRequest, type IsolateState } from "../../../src/gateway/pipeline.ts";
 import { IsolateBuckets } from "../../../src/limiter/isolate-buckets.ts";

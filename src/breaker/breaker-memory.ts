@@ -5,7 +5,7 @@
  * by (breaker-client.ts passes it along), so one clock rules a request.
  */
 
-import type { BreakerView } from "../../breaker/circuit.ts";
+import type { BreakerView } from "./circuit.ts";
 
 /**
  * Circuits remembered at most. Names are (ingress instance, route label): an operator's configuration,

@@ -5,8 +5,8 @@
  */
 
 import { DurableObject } from "cloudflare:workers";
-import type { Env } from "../../env.ts";
-import { admit, closedCircuit, record, view, type Admission, type BreakerSpec, type BreakerState, type BreakerView } from "../../breaker/circuit.ts";
+import type { Env } from "../env.ts";
+import { admit, closedCircuit, record, view, type Admission, type BreakerSpec, type BreakerState, type BreakerView } from "./circuit.ts";
 
 const STORAGE_KEY = "circuit";
 
