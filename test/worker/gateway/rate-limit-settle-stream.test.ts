@@ -23,6 +23,9 @@ inbound:
   return singleEdge(`      - { id: r, match: /, upstream: "${upstream}", traffic_policy: limit.yaml }\n`, { "policies/limit.yaml": policy });
 }
 
+const committed: Record<string, string> = import.meta.glob("../../../policies/llm-tokens.yaml", { query: "?raw", import: "default", eager: true });
+const LLM_TOKENS = Object.values(committed)[0]!;
+
 const OPENAI = "res.body.usage.total_tokens";
 const ANTHROPIC = "res.body.message.usage.input_tokens + res.body.usage.output_tokens";
 
@@ -125,5 +128,24 @@ describe("settle_cost from a streamed response (text/event-stream), through the 
     expect(bytes[1]).toBe((7919 + 13) % 256);
     expect(await admits(routes, 101)).toBe(false);
     expect(await admits(routes, 100)).toBe(true);
+  });
+
+  it("the committed policies/llm-tokens.yaml settles OpenAI's and Anthropic's streams with one expression", async () => {
+    const routes = singleEdge(`      - { id: r, match: /, upstream: "${upstream}", traffic_policy: llm-tokens.yaml }\n`, {
+      "policies/llm-tokens.yaml": LLM_TOKENS,
+    });
+    const request = (path: string, maxTokens: number) =>
+      new Request(`http://gw.test${path}`, { headers: { "x-api-key": "k2", "x-max-tokens": String(maxTokens) } });
+    // 900 reserved, 120 settled (OpenAI's usage chunk); then 800 reserved, 60 settled (10 in + 50 out, Anthropic's).
+    await (await send(routes, request("/sse?total=120&pad=8", 900), {}, upstreamHandlers)).text();
+    await (await send(routes, request("/sse?total=60&pad=8&style=anthropic", 800), {}, upstreamHandlers)).text();
+    // 180 of 1,000 spent: 820 fit, and its estimate stays (its echo-less answer has no usage): nothing more fits.
+    const fits = await send(routes, request("/header?total=0", 820), {}, upstreamHandlers);
+    expect(fits.status).toBe(200);
+    expect(fits.headers.get("ratelimit")).toContain("r=0");
+    await fits.text();
+    const refused = await send(routes, request("/header?total=0", 1), {}, upstreamHandlers);
+    expect(refused.status).toBe(429);
+    await refused.body?.cancel();
   });
 });
