@@ -3,6 +3,7 @@
 import type { Hono } from "hono";
 import { createAgentApi } from "./api/app.ts";
 import { requestRoutes } from "./api/request-routes.ts";
+import { simulateRoutes } from "./api/simulate-routes.ts";
 import { CaptureStore } from "./capture/capture-store.ts";
 import { inspectorRoutes } from "./inspector/inspector-routes.ts";
 import { splitHostPort, startApiServer, type ApiServer } from "./api/server.ts";
@@ -79,7 +80,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       {
         allowHosts: config.web_allow_hosts,
         listenHost: splitHostPort(config.web_addr).host,
-        mounts: [requestRoutes({ capture, tunnels }), inspectorRoutes(), ...(options.apiMounts ?? [])],
+        mounts: [requestRoutes({ capture, tunnels }), simulateRoutes({ capture }), inspectorRoutes(), ...(options.apiMounts ?? [])],
       },
     );
     api = await startApiServer(app, config.web_addr);
