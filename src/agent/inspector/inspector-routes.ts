@@ -20,12 +20,14 @@ const SECURITY_HEADERS = {
 const FILES: Record<string, string> = {
   "inspector.js": "text/javascript; charset=utf-8",
   "format.js": "text/javascript; charset=utf-8",
+  "simulate.js": "text/javascript; charset=utf-8",
+  "simulate.css": "text/css; charset=utf-8",
   "inspector.css": "text/css; charset=utf-8",
   "favicon.svg": "image/svg+xml",
 };
 
 /** Paths that show the page (the page picks its view from the path). */
-export const INSPECTOR_PAGES = ["/", "/inspect/http", "/status"] as const;
+export const INSPECTOR_PAGES = ["/", "/inspect/http", "/inspect/simulate", "/status"] as const;
 
 /** Mounts the inspector on the agent API's app (pass to `createAgentApi`'s `mounts`). */
 export function inspectorRoutes(): (app: Hono) => void {

@@ -24,6 +24,7 @@ import {
   statusLabel,
   utf8,
 } from "./format.js";
+import { mountSimulation } from "./simulate.js";
 
 const API = "/api/requests/http";
 const MAX_ROWS = 500;
@@ -37,6 +38,7 @@ const state = {
   mode: "pretty",
   filter: { path: "", method: "", status: "", tunnel: "" },
   tunnels: [], // from /api/tunnels: {name, public_url, config: {addr}}
+  picked: new Set(), // ids ticked in the list, for the simulation view
 };
 
 function el(tag, props = {}, ...children) {
@@ -66,15 +68,28 @@ async function api(path, init = {}) {
 
 // ---- views -------------------------------------------------------------------------------------------
 
+const VIEWS = { "/status": "status", "/inspect/simulate": "simulate" };
+
 function showView() {
-  const status = location.pathname === "/status";
-  $("requests-view").hidden = status;
-  $("status-view").hidden = !status;
-  const [current, other] = status ? ["nav-status", "nav-requests"] : ["nav-requests", "nav-status"];
-  $(current).setAttribute("aria-current", "page");
-  $(other).removeAttribute("aria-current");
-  if (status) refreshStatus();
+  const view = VIEWS[location.pathname] ?? "requests";
+  for (const name of ["requests", "simulate", "status"]) {
+    $(`${name}-view`).hidden = name !== view;
+    if (name === view) $(`nav-${name}`).setAttribute("aria-current", "page");
+    else $(`nav-${name}`).removeAttribute("aria-current");
+  }
+  if (view === "status") refreshStatus();
+  if (view === "simulate") simulation.updateScope();
 }
+
+/** The requests the simulation view may run: those picked, and those in the current filter, newest first. */
+function chosenRequests() {
+  const all = [...state.requests.values()].sort((a, b) => (a.id < b.id ? 1 : -1));
+  return {
+    picked: all.filter((summary) => state.picked.has(summary.id)).map((s) => s.id),
+    filtered: all.filter((s) => matchesFilter(s, state.filter)).map((s) => s.id),
+  };
+}
+const simulation = mountSimulation({ chosen: chosenRequests, summaries: () => state.requests });
 
 for (const link of document.querySelectorAll("nav a")) {
   link.addEventListener("click", (event) => {
@@ -110,6 +125,13 @@ function renderList() {
     return el(
       "li",
       { class: "request-row", "data-id": summary.id, "aria-selected": String(summary.id === state.selected), tabIndex: 0 },
+      el("input", {
+        type: "checkbox",
+        class: "pick",
+        checked: state.picked.has(summary.id),
+        title: "pick for a simulation",
+        "aria-label": `pick ${summary.method} ${summary.uri}`,
+      }),
       el("span", { class: "method", text: summary.method }),
       el("span", { class: "path", text: summary.uri, title: summary.uri }),
       el("span", { class: `status-badge ${statusClass(summary)}`, text: statusLabel(summary), title: summary.error || summary.status || "" }),
@@ -164,7 +186,13 @@ async function refreshTunnels() {
 
 $("request-list").addEventListener("click", (event) => {
   const row = event.target.closest(".request-row");
-  if (row) select(row.dataset.id);
+  if (!row) return;
+  if (event.target.classList.contains("pick")) {
+    if (event.target.checked) state.picked.add(row.dataset.id);
+    else state.picked.delete(row.dataset.id);
+    return;
+  }
+  select(row.dataset.id);
 });
 $("request-list").addEventListener("keydown", (event) => {
   const row = event.target.closest(".request-row");
@@ -205,6 +233,7 @@ $("clear").addEventListener("click", async () => {
   try {
     await api(API, { method: "DELETE" });
     state.requests.clear();
+    state.picked.clear();
     deselect();
     queueRender();
   } catch (error) {
@@ -215,10 +244,12 @@ $("clear").addEventListener("click", async () => {
 function applyBatch(batch) {
   if (batch.clear) {
     state.requests.clear();
+    state.picked.clear();
     deselect();
   }
   for (const id of batch.remove) {
     state.requests.delete(id);
+    state.picked.delete(id);
     if (id === state.selected) {
       note("This request was evicted (the captured requests passed inspect_db_size).", true);
       state.selected = null;
