@@ -38,9 +38,9 @@ class CounterTimeout extends Error {
  * that request, and sharing one call's answer among requests failed them ("Cannot perform I/O on behalf of a
  * different request"); see docs/rate-limits.md.
  */
-async function takeFromStore(env: Env, shard: string, take: TakeRequest): Promise<LeaseDecision> {
+async function takeFromStore(env: Env, shard: string, take: TakeRequest, now: number): Promise<LeaseDecision> {
   const store = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(shard));
-  const answer = (await store.takeAll([take])) as LeaseDecision[] | StoreRefusal;
+  const answer = (await store.takeAll([take], now)) as LeaseDecision[] | StoreRefusal;
   if (!Array.isArray(answer)) throw new Error(`the store refused the call: ${answer.refused}`);
   if (answer.length !== 1) throw new Error(`the store answered ${answer.length} decisions for 1 take`);
   return answer[0]!;
@@ -63,10 +63,10 @@ function takeOf(id: string, limit: LimitSpec, leases: boolean, call: ObjectCall,
  * Sends a reservation's settled cost to its bucket's object, after the response (the caller's waitUntil). One
  * attempt: a settle lost to a failure keeps the estimate, which never admits more than the windows allow.
  */
-async function settleInStore(env: Env, shard: string, settle: SettleRequest, timeoutMs: number): Promise<void> {
+async function settleInStore(env: Env, shard: string, settle: SettleRequest, timeoutMs: number, now: number): Promise<void> {
   try {
     const store = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(shard));
-    const answer = await withTimeout(store.settleAll([settle]) as Promise<{ applied: boolean[] } | StoreRefusal>, timeoutMs);
+    const answer = await withTimeout(store.settleAll([settle], now) as Promise<{ applied: boolean[] } | StoreRefusal>, timeoutMs);
     if ("refused" in answer) throw new Error(`the store refused the settle: ${answer.refused}`);
   } catch (error) {
     console.error(`rate-limit: settling a cost failed, the estimate stays: ${(error as Error).message}`);
@@ -91,7 +91,7 @@ export function durableObjectCounter(env: Env, ingress: string, buckets: Isolate
       }
       let answer: LeaseDecision;
       try {
-        answer = await withTimeout(takeFromStore(env, shardName(name, id), takeOf(id, limit, leases, consulted, true)), timeoutMs);
+        answer = await withTimeout(takeFromStore(env, shardName(name, id), takeOf(id, limit, leases, consulted, true), consulted.sent), timeoutMs);
       } catch (error) {
         const timedOut = error instanceof CounterTimeout;
         console.error(`rate-limit: counting failed, request proceeds: ${(error as Error).message}`);
@@ -106,7 +106,7 @@ export function durableObjectCounter(env: Env, ingress: string, buckets: Isolate
       const reservation = limit.reserve;
       if (reservation === undefined || !answer.allowed) return { ok: true, decision, bucketId: id };
       const shard = shardName(name, id);
-      return { ok: true, decision, bucketId: id, settle: (cost) => settleInStore(env, shard, { id, reservation, cost }, timeoutMs) };
+      return { ok: true, decision, bucketId: id, settle: (cost) => settleInStore(env, shard, { id, reservation, cost }, timeoutMs, buckets.now()) };
     },
   };
 }
@@ -117,7 +117,7 @@ export function durableObjectCounter(env: Env, ingress: string, buckets: Isolate
  */
 async function renewLease(env: Env, buckets: IsolateBuckets, shard: string, id: string, limit: LimitSpec, call: ObjectCall, timeoutMs: number): Promise<void> {
   try {
-    const answer = await withTimeout(takeFromStore(env, shard, takeOf(id, limit, true, call, false)), timeoutMs);
+    const answer = await withTimeout(takeFromStore(env, shard, takeOf(id, limit, true, call, false), call.sent), timeoutMs);
     buckets.settleRenewal(id, call.sent, answer);
   } catch (error) {
     console.error(`rate-limit: renewing a lease failed, requests are counted one by one until the next: ${(error as Error).message}`);

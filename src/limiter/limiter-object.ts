@@ -1,6 +1,9 @@
 /**
  * RateLimiter: the Durable Object holding many buckets of one rate-limit action (see bucket-shards.ts for which):
- * a thin shell giving bucket-table.ts the object's SQLite table, the clock and the alarm that deletes expired rows.
+ * a thin shell giving bucket-table.ts the object's SQLite table and the alarm that deletes expired rows. Callers
+ * pass their clock (`now`, epoch ms), as the CircuitBreaker's do: the isolate that asks decides by the clock its
+ * memory of leases and blocked buckets runs on, and tests drive both with one injected clock. The object reads
+ * its own clock only to pace commits and for the alarm, which no caller starts.
  */
 
 import { DurableObject } from "cloudflare:workers";
@@ -71,6 +74,11 @@ function sqlRows(sql: SqlStorage): RowStore {
   };
 }
 
+/** The caller's `now` when it is a time the object can decide at (epoch milliseconds), else why not. */
+function clockProblem(now: unknown): string | undefined {
+  return Number.isSafeInteger(now) && (now as number) >= 0 ? undefined : "now is a time in whole epoch milliseconds";
+}
+
 /** A call the object would not decide, and why (nothing was counted). */
 export interface StoreRefusal {
   readonly refused: string;
@@ -90,6 +98,8 @@ export class RateLimiter extends DurableObject<Env> {
   private lastCommitAt = 0;
   /** Storage being cleared by the alarm: writes wait for it, so none lands in the table it drops. */
   private clearing: Promise<void> | undefined;
+  /** The latest `now` a caller gave: isolates' clocks differ a little, and a bucket's time never runs back. */
+  private latestNow = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -106,7 +116,7 @@ export class RateLimiter extends DurableObject<Env> {
    * is most of what a call costs). A call that counted nothing (every take refused) is answered at once: what
    * it refused on can only be undone by a write failing, and then refusing was merely cautious.
    */
-  async takeAll(requests: readonly TakeRequest[]): Promise<LeaseDecision[] | StoreRefusal> {
+  async takeAll(requests: readonly TakeRequest[], now: number): Promise<LeaseDecision[] | StoreRefusal> {
     // Refused with an answer, not a throw: an exception thrown by an RPC method is also reported as uncaught in
     // the object, and the caller turns the refusal into its error all the same.
     if (!Array.isArray(requests) || requests.length > MAX_TAKES_PER_CALL) return { refused: `a call carries at most ${MAX_TAKES_PER_CALL} takes` };
@@ -117,7 +127,9 @@ export class RateLimiter extends DurableObject<Env> {
       const problem = takeProblem(request);
       if (problem) return { refused: problem };
     }
-    const { decisions, changed } = this.table.decide(requests, Date.now());
+    const clock = clockProblem(now);
+    if (clock) return { refused: clock };
+    const { decisions, changed } = this.table.decide(requests, this.at(now));
     if (!changed) return decisions;
     try {
       await this.commit();
@@ -132,7 +144,7 @@ export class RateLimiter extends DurableObject<Env> {
    * settled cost, once; `applied[i]` false when settle i found no open reservation (a duplicate, or too late),
    * which counted nothing. Stored with the same group commit as takes.
    */
-  async settleAll(requests: readonly SettleRequest[]): Promise<{ applied: boolean[] } | StoreRefusal> {
+  async settleAll(requests: readonly SettleRequest[], now: number): Promise<{ applied: boolean[] } | StoreRefusal> {
     if (!Array.isArray(requests) || requests.length > MAX_TAKES_PER_CALL) return { refused: `a call carries at most ${MAX_TAKES_PER_CALL} settles` };
     for (const request of requests) {
       if (typeof request.id !== "string" || request.id.length === 0 || request.id.length > MAX_BUCKET_ID_LENGTH) {
@@ -141,7 +153,9 @@ export class RateLimiter extends DurableObject<Env> {
       const problem = settleProblem(request);
       if (problem) return { refused: problem };
     }
-    const { applied, changed } = this.table.settle(requests, Date.now());
+    const clock = clockProblem(now);
+    if (clock) return { refused: clock };
+    const { applied, changed } = this.table.settle(requests, this.at(now));
     if (!changed) return { applied };
     try {
       await this.commit();
@@ -149,6 +163,12 @@ export class RateLimiter extends DurableObject<Env> {
       return { refused: `the store could not write: ${(error as Error).message}` };
     }
     return { applied };
+  }
+
+  /** The caller's `now`, or the latest one given before when it is later. */
+  private at(now: number): number {
+    if (now > this.latestNow) this.latestNow = now;
+    return this.latestNow;
   }
 
   /** The next write of the table's pending buckets, shared by every call decided before it starts. */

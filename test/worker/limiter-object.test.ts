@@ -5,6 +5,9 @@ import { MAX_TAKES_PER_CALL, type RateLimiter } from "../../src/limiter/limiter-
 import type { LeaseDecision, LeaseReturn, WindowSpec } from "../../src/limiter/sliding-window.ts";
 import { limiterBehaviour } from "../shared/limiter-behaviour.ts";
 
+/** The callers' clock (the object decides by the time it is given): the wall clock's, fixed for the file. */
+const NOW = Date.now();
+
 let objects = 0;
 function freshStub() {
   return env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(`limiter-object-test-${objects++}-${Math.random()}`));
@@ -13,7 +16,7 @@ type Stub = ReturnType<typeof freshStub>;
 
 /** One take of bucket `id` in its own call. */
 async function takeOne(stub: Stub, id: string, spec: WindowSpec, want = 1, leaseMs = 0, returned?: LeaseReturn, forRequest = true) {
-  const answer = await stub.takeAll([{ id, spec, want, leaseMs, returned, forRequest }]);
+  const answer = await stub.takeAll([{ id, spec, want, leaseMs, returned, forRequest }], NOW);
   if (!Array.isArray(answer)) throw new Error(answer.refused);
   return answer[0]!;
 }
@@ -31,7 +34,7 @@ describe("RateLimiter Durable Object: many buckets per object", () => {
     const stub = freshStub();
     const spec = { capacity: 2, windowMs: 60_000 };
     const take = (id: string): TakeRequest => ({ id, spec, want: 1, leaseMs: 0, forRequest: true });
-    const decisions = (await stub.takeAll([take("a"), take("b"), take("a"), take("a"), take("b")])) as LeaseDecision[];
+    const decisions = (await stub.takeAll([take("a"), take("b"), take("a"), take("a"), take("b")], NOW)) as LeaseDecision[];
     expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, false, true]);
     expect(decisions.map((d) => d.remaining)).toEqual([1, 1, 0, 0, 0]);
     expect(await bucketCount(stub)).toBe(2);
@@ -54,8 +57,8 @@ describe("RateLimiter Durable Object: many buckets per object", () => {
     const stub = freshStub();
     const spec = { capacity: 3, windowMs: 60_000 };
     const many = Array.from({ length: MAX_TAKES_PER_CALL + 1 }, (_, i): TakeRequest => ({ id: `b${i}`, spec, want: 1, leaseMs: 0, forRequest: true }));
-    expect(await stub.takeAll(many)).toEqual({ refused: `a call carries at most ${MAX_TAKES_PER_CALL} takes` });
-    expect(await stub.takeAll([{ id: "k".repeat(65_536), spec, want: 1, leaseMs: 0, forRequest: true }])).toEqual({
+    expect(await stub.takeAll(many, NOW)).toEqual({ refused: `a call carries at most ${MAX_TAKES_PER_CALL} takes` });
+    expect(await stub.takeAll([{ id: "k".repeat(65_536), spec, want: 1, leaseMs: 0, forRequest: true }], NOW)).toEqual({
       refused: "bucket ids are hashes of 1 to 64 characters",
     });
     expect(await bucketCount(stub)).toBe(0);
@@ -119,6 +122,29 @@ describe("RateLimiter Durable Object: many buckets per object", () => {
     expect(await takeOne(env.RATE_LIMITER.get(stub.id), "b", spec)).toMatchObject({ allowed: true, remaining: 197 });
   });
 
+  it("refuses a call whose clock is not whole epoch milliseconds, counting nothing", async () => {
+    const stub = freshStub();
+    const spec = { capacity: 1, windowMs: 60_000 };
+    const take: TakeRequest = { id: "k", spec, want: 1, leaseMs: 0, forRequest: true };
+    for (const now of [Number.NaN, -1, 1.5, 2 ** 53, "soon" as unknown as number]) {
+      expect(await stub.takeAll([take], now)).toEqual({ refused: "now is a time in whole epoch milliseconds" });
+      expect(await stub.settleAll([{ id: "k", reservation: "r", cost: 1 }], now)).toEqual({ refused: "now is a time in whole epoch milliseconds" });
+    }
+    expect(await takeOne(stub, "k", spec)).toMatchObject({ allowed: true, remaining: 0 });
+  });
+
+  it("decides by the clock its callers give, which never runs back for a bucket", async () => {
+    const stub = freshStub();
+    const spec = { capacity: 1, windowMs: 60_000 };
+    const take: TakeRequest = { id: "k", spec, want: 1, leaseMs: 0, forRequest: true };
+    const at = (now: number) => stub.takeAll([take], now) as Promise<LeaseDecision[]>;
+    expect((await at(NOW))[0]).toMatchObject({ allowed: true });
+    // A caller whose clock is a second behind is decided at the latest time given, not before it.
+    expect((await at(NOW - 1_000))[0]).toMatchObject({ allowed: false, retryAfterMs: 60_000 });
+    // Two windows later by the callers' clock, whatever the wall clock says.
+    expect((await at(NOW + 120_000))[0]).toMatchObject({ allowed: true });
+  });
+
   it("writes the calls decided together in one commit, and answers each only once it is stored", async () => {
     const stub = freshStub();
     const spec = { capacity: 1, windowMs: 60_000 };
@@ -127,7 +153,7 @@ describe("RateLimiter Durable Object: many buckets per object", () => {
       const stored = () => state.storage.sql.exec("SELECT COUNT(*) AS n FROM buckets").one().n as number;
       const storedWhenAnswered: number[] = [];
       const calls = ["a", "b", "c", "a"].map((id) =>
-        instance.takeAll([take(id)]).then((answer) => {
+        instance.takeAll([take(id)], NOW).then((answer) => {
           storedWhenAnswered.push(stored());
           return answer;
         }),
@@ -148,7 +174,7 @@ describe("RateLimiter Durable Object: many buckets per object", () => {
     await runInDurableObject(stub, (_instance, state) => {
       state.storage.sql.exec("CREATE TRIGGER full_disk BEFORE UPDATE ON buckets BEGIN SELECT RAISE(ABORT, 'disk full'); END");
     });
-    expect(await stub.takeAll([{ id: "kept", spec, want: 1, leaseMs: 0, forRequest: true }])).toEqual({ refused: expect.stringContaining("disk full") });
+    expect(await stub.takeAll([{ id: "kept", spec, want: 1, leaseMs: 0, forRequest: true }], NOW)).toEqual({ refused: expect.stringContaining("disk full") });
     await runInDurableObject(stub, (_instance, state) => void state.storage.sql.exec("DROP TRIGGER full_disk"));
     // The refused take was not counted: one admission is left, as storage says.
     expect(await takeOne(stub, "kept", spec)).toMatchObject({ allowed: true, remaining: 0 });

@@ -137,9 +137,9 @@ inbound:
   it("a busy bucket's lease is renewed after the response: once leasing, no request waits for the object, and none is admitted over capacity", async () => {
     const routes = singleEdge(`      - { id: r, match: /, upstream: echo, traffic_policy: limit.yaml }\n`, { "policies/limit.yaml": limitPolicy(5_000) });
     // 100 requests a lease period on the isolate's clock, whatever the machine's speed, starting at a period's
-    // start: the demand a lease is sized by is counted per period, so a start late in one (Date.now()'s phase)
-    // gave a first lease sized by a few requests, and waits after it (1 run in 4 failed this test).
-    let now = (Math.floor(Date.now() / LEASE_MS) + 1) * LEASE_MS;
+    // start: the demand a lease is sized by is counted per period, so a start late in one gave a first lease
+    // sized by a few requests, and waits after it. The objects decide by the same clock (the isolate gives it).
+    let now = 2_000_000_000 * LEASE_MS;
     const isolate = newIsolate(() => now);
     let admitted = 0;
     let waitedAfterFirstLease: number | undefined;
@@ -161,7 +161,10 @@ inbound:
     const name = { ingress: "busy-test", scope: `route:${route.edgeId}/${route.id}`, action: "per-client", key: JSON.stringify(["198.51.100.7"]) };
     const id = await bucketId(name);
     const store = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(shardName(name, id)));
-    const [counted] = (await store.takeAll([{ id, spec: { capacity: 5_000, windowMs: 60_000 }, want: 1, leaseMs: 0, forRequest: true }])) as LeaseDecision[];
+    const [counted] = (await store.takeAll(
+      [{ id, spec: { capacity: 5_000, windowMs: 60_000 }, want: 1, leaseMs: 0, forRequest: true }],
+      now,
+    )) as LeaseDecision[];
     expect(5_000 - counted!.remaining - 1).toBeGreaterThanOrEqual(admitted);
   });
 
@@ -239,9 +242,9 @@ describe("bucket names", () => {
       get: (id: DurableObjectId) => {
         const stub = env.RATE_LIMITER.get(id);
         return {
-          takeAll: (takes: TakeRequest[]) => {
+          takeAll: (takes: TakeRequest[], now: number) => {
             ids.push(...takes.map((take) => take.id));
-            return stub.takeAll(takes);
+            return stub.takeAll(takes, now);
           },
         };
       },
