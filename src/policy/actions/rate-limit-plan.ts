@@ -8,7 +8,6 @@ import type { LimitOverride } from "../../limiter/override-match.ts";
 import type { WindowSpec } from "../../limiter/sliding-window.ts";
 import { isCalendar, type LimitSpec, MAX_COST, type WindowRule } from "../../limiter/window-rules.ts";
 import { type CompiledExpression, type CompiledValueExpression, compileExpression, compileValueExpression } from "../cel.ts";
-import { parseDuration } from "../duration.ts";
 import type { Exchange, Phase } from "../exchange.ts";
 import { ruleOf, type WindowDocument, windowLabel } from "./rate-limit-windows.ts";
 
@@ -128,9 +127,4 @@ export function costOf(cost: CostPlan, exchange: Exchange): number | { error: st
   }
   if (value !== null && typeof value === "object" && "error" in value && typeof value.error === "string") return { error: `cost: ${value.error}` };
   return { error: `cost must be an int, got ${typeof value === "string" ? "a string" : typeof value}` };
-}
-
-/** Milliseconds a refused request is told to wait when its cost is invalid: the longest window (never admitted as is). */
-export function longestWindowMs(rules: readonly WindowRule[]): number {
-  return Math.max(...rules.map((rule) => (isCalendar(rule) ? parseDuration("744h")! : rule.windowMs)));
 }

@@ -16,7 +16,8 @@ import { declareResults, ERROR_SHAPE, noError, type ResultError } from "./result
 import { compileBucketKey, KEY_ERROR } from "./rate-limit-key.ts";
 import { rateLimitedResponder } from "./rate-limit-response.ts";
 import { awaitSettle, compileSettleCost, reservationId } from "./rate-limit-settle.ts";
-import { choosePlan, costOf, type LimitPlan, longestWindowMs, overridePlan, type PlannedWindow, planLimits } from "./rate-limit-plan.ts";
+import { boundedReason, COST_ERROR, invalidCostCheck, invalidCostResponse, invalidCostRetryAfter, MAX_COST_REASON_KEPT } from "./rate-limit-invalid-cost.ts";
+import { choosePlan, costOf, type LimitPlan, overridePlan, type PlannedWindow, planLimits } from "./rate-limit-plan.ts";
 import { capacitySchema, costSchema, tiersSchema, windowLabel, windowSeconds, windowsSchema } from "./rate-limit-windows.ts";
 
 export { canonicalCredentials } from "./rate-limit-key.ts";
@@ -221,18 +222,17 @@ export const rateLimitAction = defineAction({
           ? { scope: exchange.scope, action: name, key: keyValue.name, global: true }
           : { scope: exchange.scope, action: name, key: keyValue.name };
         const reserve = reservationId(settle);
-        const result: CountResult =
+        const result: CountResult = await counter.count(
+          bucket,
           typeof charged !== "number"
-            ? { ok: true, decision: invalidCost(plan) }
-            : await counter.count(
-                bucket,
-                "expression" in cost || settle
-                  ? { windows: plan.rules, cost: charged, key: plan.key, weighted: true, reserve }
-                  : overrides
-                    ? plan.keyed
-                    : plan.fixed,
-                exchange.afterResponse,
-              );
+            ? invalidCostCheck(plan)
+            : "expression" in cost || settle
+              ? { windows: plan.rules, cost: charged, key: plan.key, weighted: true, reserve }
+              : overrides
+                ? plan.keyed
+                : plan.fixed,
+          exchange.afterResponse,
+        );
         if (settle) awaitSettle(settle, exchange, result);
         const reported = result.ok && result.decision.windows ? closestToLimit(result.decision.windows) : 0;
         const window = plan.windows[reported]!;
@@ -250,6 +250,15 @@ export const rateLimitAction = defineAction({
           retryAfter,
           errorCode,
         });
+        if (typeof charged !== "number") {
+          // Refused whatever the check answered (a failed check must not let garbage through uncounted).
+          const retryAfter = invalidCostRetryAfter(result);
+          vars.limited = true;
+          vars.error = { code: COST_ERROR, message: boundedReason(charged.error, MAX_COST_REASON_KEPT) };
+          decisions?.rateLimit(event(outcomeOf(false, enforce), result.ok ? result.decision.remaining : 0, retryAfter, COST_ERROR));
+          if (headers && result.ok) pushFields(exchange, plan, result.decision, retryAfter, reported, now);
+          return enforce ? invalidCostResponse(name, charged.error, retryAfter) : undefined;
+        }
         if (!result.ok) {
           vars.limited = false;
           vars.error = { code: result.code, message: result.message };
@@ -257,8 +266,7 @@ export const rateLimitAction = defineAction({
           return undefined;
         }
         const { decision } = result;
-        if (typeof charged !== "number") vars.error = { code: COST_ERROR, message: charged.error };
-        else vars.error = keyValue.error === undefined ? { code: "", message: "" } : { code: KEY_ERROR, message: keyValue.error };
+        vars.error = keyValue.error === undefined ? { code: "", message: "" } : { code: KEY_ERROR, message: keyValue.error };
         vars.limited = !decision.allowed;
         const retryAfter = decision.allowed ? 0 : Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
         decisions?.rateLimit(event(outcomeOf(decision.allowed, enforce), decision.remaining, retryAfter));
@@ -269,15 +277,6 @@ export const rateLimitAction = defineAction({
     };
   },
 });
-
-/** `actions.svc.rate_limit.error.code` of a request whose cost is invalid (refused, counted nowhere). */
-export const COST_ERROR = "ERR_RATE_LIMIT_COST";
-
-/** A request whose cost is invalid is refused without counting: it waits the longest window and is told why. */
-function invalidCost(plan: LimitPlan): WindowDecision {
-  const wait = longestWindowMs(plan.rules);
-  return { allowed: false, remaining: 0, retryAfterMs: wait, resetMs: wait, refillMs: wait };
-}
 
 /**
  * The RateLimit members of one decision: every window of the plan in RateLimit-Policy, the reported one (closest
