@@ -8,7 +8,8 @@
 import { compilePolicy, type CompiledEntry } from "../compile.ts";
 import { runPhase } from "../evaluate.ts";
 import { EvaluationBudget } from "../evaluation-budget.ts";
-import { type ActionServices, type Exchange, initialVars, type Phase } from "../exchange.ts";
+import { initialVars } from "../actions/index.ts";
+import type { ActionServices, Exchange, Phase } from "../exchange.ts";
 import type { PolicyIssue } from "../issues.ts";
 import { withRateLimitFields } from "../rate-limit-fields.ts";
 import { readSource } from "../source.ts";
