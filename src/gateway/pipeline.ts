@@ -5,15 +5,15 @@ import { errorAnswer } from "../error-answer.ts";
 import { ErrorCode, ServiceError } from "../errors.ts";
 import { EvaluationBudget } from "../policy/evaluation-budget.ts";
 import { runPhase, type EvaluationLog } from "../policy/evaluate.ts";
-import type { InterpolationLog } from "../policy/exchange.ts";
-import {
-  initialVars,
-  type ActionServices,
-  type AfterResponse,
-  type ConnectionFacts,
-  type Exchange,
-  type ExchangeRequest,
-  type InternalForwardResult,
+import { initialVars } from "../policy/actions/index.ts";
+import type {
+  ActionServices,
+  AfterResponse,
+  ConnectionFacts,
+  Exchange,
+  ExchangeRequest,
+  InterpolationLog,
+  InternalForwardResult,
 } from "../policy/exchange.ts";
 import { ForwardChain, internalTargetNotFound } from "../policy/forward-chain.ts";
 import { isInternalHost } from "../policy/internal-url.ts";

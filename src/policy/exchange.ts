@@ -122,9 +122,6 @@ export interface Exchange {
  */
 export type InternalForwardResult = { readonly ok: true; readonly response: Response } | { readonly ok: false; readonly response: Response };
 
-/** The result variables of every registered action before any ran (the registry's, actions/index.ts). */
-export { initialVars } from "./actions/index.ts";
-
 /** Names one bucket: its Durable Object is per (ingress instance, scope, action name, key). */
 export interface BucketRef {
   readonly scope: string;

@@ -1,7 +1,8 @@
 /** Builds the exchanges the policy engine evaluates, with defaults for everything a test does not care about. */
 
 import { EvaluationBudget } from "../../../src/policy/evaluation-budget.ts";
-import { initialVars, type Exchange } from "../../../src/policy/exchange.ts";
+import { initialVars } from "../../../src/policy/actions/index.ts";
+import type { Exchange } from "../../../src/policy/exchange.ts";
 
 export interface ExchangeOptions {
   readonly method?: string;
