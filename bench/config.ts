@@ -11,6 +11,8 @@ export interface BenchConfig {
   readonly warmupSeconds: number;
   /** Seconds of the end-to-end accuracy run (0 skips it). */
   readonly accuracySeconds: number;
+  /** Seconds of the end-to-end accuracy run of costs, several windows and settles (0 skips it). */
+  readonly costAccuracySeconds: number;
   /** Seed of the accuracy schedules. */
   readonly seed: number;
   /** Target ids to measure (BENCH_ONLY, comma-separated; bare always runs), or undefined for all. */
@@ -35,6 +37,7 @@ export function readConfig(): BenchConfig {
     rounds: fromEnv("BENCH_ROUNDS", 4, { min: 1 }),
     warmupSeconds: fromEnv("BENCH_WARMUP", 1),
     accuracySeconds: fromEnv("BENCH_ACCURACY_SECONDS", 100),
+    costAccuracySeconds: fromEnv("BENCH_COST_ACCURACY_SECONDS", 60),
     seed: fromEnv("BENCH_SEED", 20_260_426),
     only: process.env.BENCH_ONLY
       ? process.env.BENCH_ONLY.split(",")
@@ -45,4 +48,4 @@ export function readConfig(): BenchConfig {
 }
 
 export const ENV_HELP =
-  "BENCH_CONNECTIONS (50), BENCH_DURATION s (5), BENCH_ROUNDS (4), BENCH_WARMUP s (1), BENCH_ACCURACY_SECONDS (100; 0 skips), BENCH_SEED, BENCH_ONLY (ids, e.g. flood,fixed-429)";
+  "BENCH_CONNECTIONS (50), BENCH_DURATION s (5), BENCH_ROUNDS (4), BENCH_WARMUP s (1), BENCH_ACCURACY_SECONDS (100; 0 skips), BENCH_COST_ACCURACY_SECONDS (60; 0 skips), BENCH_SEED, BENCH_ONLY (ids, e.g. flood,fixed-429)";

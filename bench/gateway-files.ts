@@ -1,3 +1,5 @@
+import { costAccuracyPolicy } from "./accuracy-costs.ts";
+
 /**
  * The bench-only gateway config, in the shape scripts/bundle-policies.mjs produces
  * (path under the repository → file text). It replaces src/generated/policy-files.ts in the
@@ -17,7 +19,14 @@ export const LIMITS = {
 /** Request header that names the accuracy run's bucket (a fresh bucket per run). */
 export const ACCURACY_BUCKET_HEADER = "x-bench-bucket";
 
-export const PATHS = { bare: "/bare", limited: "/limited", rollout: "/rollout", flood: "/flood", accuracy: "/accuracy" } as const;
+export const PATHS = {
+  bare: "/bare",
+  limited: "/limited",
+  rollout: "/rollout",
+  flood: "/flood",
+  accuracy: "/accuracy",
+  costAccuracy: "/accuracy-costs",
+} as const;
 
 /** `extra`: further config lines, e.g. `enforce: false`. */
 function rateLimitPolicy(name: string, capacity: number, rate: string, bucketKey: string, extra: readonly string[] = []): string {
@@ -64,6 +73,11 @@ export function benchPolicyFiles(origin: string): Record<string, string> {
     `        match: ${PATHS.accuracy}`,
     `        upstream: ${origin}`,
     "        traffic_policy: bench-accuracy.yaml",
+    // Costs, several windows and settles (bench/accuracy-costs.ts).
+    "      - id: edghtsrt_accuracy_costs",
+    `        match: ${PATHS.costAccuracy}`,
+    `        upstream: ${origin}`,
+    "        traffic_policy: bench-accuracy-costs.yaml",
     "",
   ].join("\n");
   return {
@@ -80,5 +94,6 @@ export function benchPolicyFiles(origin: string): Record<string, string> {
       LIMITS.accuracy.rate,
       `req.headers['${ACCURACY_BUCKET_HEADER}']`,
     ),
+    "policies/bench-accuracy-costs.yaml": costAccuracyPolicy("bench-accuracy-costs", `req.headers['${ACCURACY_BUCKET_HEADER}']`),
   };
 }

@@ -69,3 +69,80 @@ export function busiestObservedWindow(admissions: readonly ObservedAdmission[], 
   }
   return busiest;
 }
+
+/** A window of the weighted oracle: at most `capacity` of cost in any (t - windowMs, t]. */
+export interface WeightedWindow {
+  readonly capacity: number;
+  readonly windowMs: number;
+}
+
+/**
+ * A request of the weighted oracle: its estimated cost (`cost`, reserved when admitted) and what its response
+ * settles (`settled`, undefined when it settles nothing and the estimate stays), applied at `settledAt`.
+ */
+export interface WeightedRequest {
+  readonly at: number;
+  readonly cost: number;
+  readonly settled?: number;
+  readonly settledAt: number;
+}
+
+/** What an admitted entry counts at `time`: the estimate until its settle lands, then the settled cost. */
+function countedAt(entry: WeightedRequest, time: number): number {
+  return entry.settled !== undefined && entry.settledAt <= time ? entry.settled : entry.cost;
+}
+
+/**
+ * Which requests (sorted by `at`) an exact weighted log with several windows admits: a request is admitted only if
+ * its whole cost fits in every window, all or nothing (a cost of 0 needs room for 1, and counts nothing), and a
+ * settle replaces its entry's cost in place from `settledAt` on.
+ */
+export function weightedLogDecisions(requests: readonly WeightedRequest[], windows: readonly WeightedWindow[]): boolean[] {
+  const longest = Math.max(...windows.map((window) => window.windowMs));
+  const log: WeightedRequest[] = [];
+  let head = 0;
+  return requests.map((request) => {
+    while (head < log.length && log[head]!.at <= request.at - longest) head++;
+    const need = Math.max(1, request.cost);
+    for (const window of windows) {
+      let held = 0;
+      for (let index = head; index < log.length; index++) {
+        const entry = log[index]!;
+        if (entry.at > request.at - window.windowMs) held += countedAt(entry, request.at);
+      }
+      if (held + need > window.capacity) return false;
+    }
+    log.push(request);
+    return true;
+  });
+}
+
+/** A weighted admission seen from the client: it happened at some instant in [sent, answered]. */
+export interface ObservedWeightedAdmission extends ObservedAdmission {
+  readonly cost: number;
+  /** What its response settles (undefined: nothing, the estimate stays). */
+  readonly settled?: number;
+}
+
+/**
+ * Admissions that certainly took a window past its capacity, whatever the exact instants inside the [sent, answered]
+ * intervals and whenever the settles landed: the admissions certainly earlier and certainly inside its window
+ * count at least their estimate or their settled cost, whichever is less (a refund may have landed, a charge may
+ * not have yet), and with its own cost (1 for a cost of 0) they exceed that window's capacity. Counted once per
+ * admission, whichever window it broke.
+ */
+export function overAdmittedWeighted(admissions: readonly ObservedWeightedAdmission[], windows: readonly WeightedWindow[]): number {
+  const least = (admission: ObservedWeightedAdmission) => (admission.settled === undefined ? admission.cost : Math.min(admission.cost, admission.settled));
+  let over = 0;
+  for (const k of admissions) {
+    const broke = windows.some((window) => {
+      let certain = 0;
+      for (const j of admissions) {
+        if (j !== k && j.answered < k.sent && j.sent > k.answered - window.windowMs) certain += least(j);
+      }
+      return certain + Math.max(1, k.cost) > window.capacity;
+    });
+    if (broke) over++;
+  }
+  return over;
+}

@@ -8,6 +8,7 @@
 import { cpus, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { runAccuracy } from "./accuracy.ts";
+import { costAccuracyLine, runCostAccuracy } from "./accuracy-costs.ts";
 import { measureAlgorithmAccuracy } from "./algorithm-accuracy.ts";
 import { ENV_HELP, readConfig } from "./config.ts";
 import { ACCURACY_BUCKET_HEADER, LIMITS, PATHS } from "./gateway-files.ts";
@@ -76,6 +77,18 @@ try {
     });
   }
 
+  let costAccuracy: Awaited<ReturnType<typeof runCostAccuracy>> | undefined;
+  const failOpenBeforeCostAccuracy = failOpen();
+  if (config.costAccuracySeconds > 0) {
+    progress(`accuracy: end to end, ${config.costAccuracySeconds} s of bursts with costs, two windows and settles on one bucket`);
+    costAccuracy = await runCostAccuracy({
+      url: stack.gateway.url + PATHS.costAccuracy,
+      headers: { [ACCURACY_BUCKET_HEADER]: `costs-${Date.now()}` },
+      durationMs: config.costAccuracySeconds * 1000,
+      seed: config.seed,
+    });
+  }
+
   const has = (...ids: string[]) => ids.every((id) => targets.some((t) => t.id === id));
   const row = (id: string) => rows.find((r) => r.target.id === id)!;
   const caveat = (...ids: string[]) => caveatFor(ids.map(row));
@@ -103,6 +116,16 @@ try {
           atMost("under-admission, end to end (%)", accuracy.underAdmissionPercent, 2),
         ]
       : []),
+    ...(costAccuracy
+      ? [
+          exactly(
+            "over-admitted, costs + several windows + settles, end to end",
+            costAccuracy.overAdmitted,
+            0,
+            costAccuracy.failures > 0 ? `${costAccuracy.failures} requests got no 200/429 answer; an admission may hide among them` : undefined,
+          ),
+        ]
+      : []),
     exactly("over-admitted, algorithm over simulated time", algorithm.overAdmitted, 0),
   ];
 
@@ -118,7 +141,8 @@ try {
     checkLines(checks),
     "",
     "Accuracy",
-    accuracyLines(accuracy, algorithm, LIMITS.accuracy.capacity, LIMITS.accuracy.rate, failOpen() - failOpenBeforeAccuracy),
+    accuracyLines(accuracy, algorithm, LIMITS.accuracy.capacity, LIMITS.accuracy.rate, failOpenBeforeCostAccuracy - failOpenBeforeAccuracy),
+    costAccuracyLine(costAccuracy, failOpen() - failOpenBeforeCostAccuracy),
     ...(failures.length > 0
       ? ["", `WARNING: errors or uncounted requests: ${failures.map((r) => `${r.target.label} ${r.failures} errors, ${r.failOpen} uncounted`).join("; ")}`]
       : []),
