@@ -11,6 +11,7 @@ import type { Env } from "../env.ts";
 import { decodeRow, encodeRow, settleProblem, takeProblem } from "./bucket-row.ts";
 import { BucketTable, type RowStore, type SettleRequest, type TakeRequest } from "./bucket-table.ts";
 import { MAX_BUCKET_ID_LENGTH } from "./isolate-buckets.ts";
+import { type MigrationStep, migrateSchema } from "../sqlite-migrations.ts";
 import type { LeaseDecision } from "./sliding-window.ts";
 
 /** Most takes one call may carry (the gateway sends one per call; the bound keeps a wrong caller cheap). */
@@ -31,10 +32,13 @@ const EVICTION_INTERVAL_MS = 60_000;
  */
 export const COMMIT_SPACING_MS = 8;
 
-/** Creates the table when missing (a new object, or one whose storage `deleteAll` dropped). */
-function createTable(sql: SqlStorage): void {
-  sql.exec("CREATE TABLE IF NOT EXISTS buckets (id TEXT PRIMARY KEY, window_ms INTEGER NOT NULL, expires INTEGER NOT NULL, state TEXT NOT NULL) WITHOUT ROWID");
-}
+/**
+ * The object's schema (src/sqlite-migrations.ts), applied to a new object and to one whose storage `deleteAll`
+ * dropped. Step 1 is the table objects made before the helper too, so theirs is kept as it is.
+ */
+const LIMITER_MIGRATIONS: readonly MigrationStep[] = [
+  "CREATE TABLE IF NOT EXISTS buckets (id TEXT PRIMARY KEY, window_ms INTEGER NOT NULL, expires INTEGER NOT NULL, state TEXT NOT NULL) WITHOUT ROWID",
+];
 
 /**
  * Rows in `sql`, which must be the handle the object's constructor got: one taken during an event (an alarm)
@@ -42,7 +46,6 @@ function createTable(sql: SqlStorage): void {
  * request".
  */
 function sqlRows(sql: SqlStorage): RowStore {
-  createTable(sql);
   return {
     read(id) {
       const rows = sql.exec<{ window_ms: number; state: string }>("SELECT window_ms, state FROM buckets WHERE id = ?", id).toArray();
@@ -85,7 +88,6 @@ export interface StoreRefusal {
 }
 
 export class RateLimiter extends DurableObject<Env> {
-  private readonly sql: SqlStorage;
   private readonly rows: RowStore;
   private readonly table: BucketTable;
   /** When the alarm is set for, as far as this instance knows (undefined: not read yet since it started). */
@@ -103,8 +105,8 @@ export class RateLimiter extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.sql = ctx.storage.sql;
-    this.rows = sqlRows(this.sql);
+    migrateSchema(ctx.storage, LIMITER_MIGRATIONS);
+    this.rows = sqlRows(ctx.storage.sql);
     this.table = new BucketTable(this.rows);
   }
 
@@ -200,7 +202,7 @@ export class RateLimiter extends DurableObject<Env> {
       return;
     }
     // deleteAll drops the table too; the object may be called again at once, and its writes wait for this.
-    this.clearing = this.ctx.storage.deleteAll().then(() => createTable(this.sql));
+    this.clearing = this.ctx.storage.deleteAll().then(() => void migrateSchema(this.ctx.storage, LIMITER_MIGRATIONS));
     try {
       await this.clearing;
     } finally {

@@ -1,5 +1,6 @@
-import { env, runInDurableObject } from "cloudflare:test";
+import { abortAllDurableObjects, env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import type { LeaseDecision } from "../../src/limiter/sliding-window.ts";
 import { migrateSchema } from "../../src/sqlite-migrations.ts";
 import { REGISTRY_MIGRATIONS, TunnelRegistry } from "../../src/tunnels/registry-object.ts";
 
@@ -59,5 +60,18 @@ describe("one migration helper for the SQLite objects", () => {
       sql.exec("INSERT INTO held_hosts VALUES ('kept', 'tn_new', 'ts_new', 4102444800000)");
       expect(sql.exec("SELECT count(*) AS n FROM sessions").one().n).toBe(0);
     });
+  });
+
+  it("a rate limiter from before the helper (its buckets table, no schema_migrations) keeps its counts", async () => {
+    const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(`limiter-migrations-${Math.random()}`));
+    const now = Date.now();
+    const take = { id: "k", spec: { capacity: 1, windowMs: 60_000 }, want: 1, leaseMs: 0, forRequest: true };
+    expect(((await stub.takeAll([take], now)) as LeaseDecision[])[0]).toMatchObject({ allowed: true });
+    await runInDurableObject(stub, (_instance, state) => void state.storage.sql.exec("DROP TABLE schema_migrations"));
+    await abortAllDurableObjects();
+    const reopened = env.RATE_LIMITER.get(stub.id);
+    expect(((await reopened.takeAll([take], now)) as LeaseDecision[])[0]).toMatchObject({ allowed: false });
+    const versions = await runInDurableObject(reopened, (_instance, state) => state.storage.sql.exec("SELECT version FROM schema_migrations").toArray());
+    expect(versions).toEqual([{ version: 1 }]);
   });
 });
