@@ -88,23 +88,21 @@ function moreSpecificFirst(a: PatternEntry, b: PatternEntry): number {
   return a.override.id < b.override.id ? -1 : a.override.id > b.override.id ? 1 : 0;
 }
 
-function slot(scope: string, action: string): string {
-  return JSON.stringify([scope, action]);
-}
-
 /** The overrides of one account, indexed by (scope, action) and built once per refresh. */
 export class OverrideIndex {
-  private readonly byAction = new Map<string, ActionOverrides>();
+  /** scope → action → its overrides: two Map lookups, no key built per request. */
+  private readonly byScope = new Map<string, Map<string, ActionOverrides>>();
   readonly size: number;
 
   constructor(overrides: readonly LimitOverride[]) {
     this.size = overrides.length;
     for (const override of overrides) {
-      const name = slot(override.scope, override.action);
-      let entry = this.byAction.get(name);
+      let actions = this.byScope.get(override.scope);
+      if (!actions) this.byScope.set(override.scope, (actions = new Map()));
+      let entry = actions.get(override.action);
       if (!entry) {
         entry = { exact: new Map(), patterns: [] };
-        this.byAction.set(name, entry);
+        actions.set(override.action, entry);
       }
       if (isPattern(override.key)) {
         entry.patterns.push({ override, compiled: compilePattern(override.key), literal: literalLength(override.key) });
@@ -114,13 +112,13 @@ export class OverrideIndex {
         if (!held || override.id < held.id) entry.exact.set(override.key, override);
       }
     }
-    for (const entry of this.byAction.values()) entry.patterns.sort(moreSpecificFirst);
+    for (const actions of this.byScope.values()) for (const entry of actions.values()) entry.patterns.sort(moreSpecificFirst);
   }
 
   /** The override deciding bucket `key` of `action` in `scope` at `now`, or undefined: the action's own limits apply. */
   match(scope: string, action: string, key: string, now: number): LimitOverride | undefined {
     if (this.size === 0) return undefined;
-    const entry = this.byAction.get(slot(scope, action));
+    const entry = this.byScope.get(scope)?.get(action);
     if (!entry) return undefined;
     const exact = entry.exact.get(key);
     if (exact && live(exact, now)) return exact;

@@ -26,7 +26,7 @@ export function overrideServices<E extends object>(cache: OverrideCache, source:
         const accountId = source.accountOf(env, scope);
         if (accountId === undefined) return undefined;
         const index = cache.indexOf(accountId, read, background);
-        if (!(index instanceof Promise)) return index.match(scope, action, key, now());
+        if (!(index instanceof Promise)) return index.size === 0 ? undefined : index.match(scope, action, key, now());
         return index.then((fresh) => fresh.match(scope, action, key, now()));
       },
     };
