@@ -6,7 +6,8 @@ import { sendToLocal } from "../../src/agent/edge/replay.ts";
 import type { ExchangeInfo } from "../../src/agent/edge/exchange.ts";
 import { IDLE_LOCAL_CONNECTION_MS } from "../../src/agent/edge/connection-limits.ts";
 import { parseAgentConfig } from "../../src/agent/settings/load.ts";
-import { encodeFrame, INITIAL_STREAM_WINDOW, LARGE_DATA_CHUNK, MAX_DATA_CHUNK, type Frame, type FrameOf } from "../../src/tunnels/protocol.ts";
+import { INITIAL_STREAM_WINDOW, LARGE_DATA_CHUNK, MAX_DATA_CHUNK, type Frame, type FrameOf } from "../../src/relay/index.ts";
+import { message } from "../shared/frames.ts";
 import { FakeEdge } from "./support/fake-edge.ts";
 import { ngrokClient, type NgrokClientError } from "./support/ngrok-client.ts";
 import { closedPort, patternBytes, sha256, startUpstream, type Upstream } from "./support/upstream.ts";
@@ -392,7 +393,7 @@ describe("flow control of request bodies (the agent holds the edge to its window
       // one frame more than the window allows, all in one message, so no acknowledgement can come in between
       ...Array.from({ length: INITIAL_STREAM_WINDOW / chunk.byteLength + 1 }, (_, seq): Frame => ({ type: "data", stream, seq, bytes: chunk })),
     ];
-    session.ws.send(Buffer.concat(frames.map((frame) => encodeFrame(frame))));
+    session.ws.send(message(frames));
     const reset = await session.next("reset", (frame) => frame.stream === stream);
     expect(reset).toEqual({
       type: "reset",

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { decodeFrame, decodeFrames, encodeFrame, LARGE_DATA_CHUNK, MAX_DATA_CHUNK, PROTOCOL_VERSION, type Frame } from "../../src/tunnels/protocol.ts";
-import { DataSequence, FrameOutbox, OrderedReceiver } from "../../src/tunnels/framing.ts";
+import { decodeFrame, decodeFrames, encodeFrame, LARGE_DATA_CHUNK, MAX_DATA_CHUNK, PROTOCOL_VERSION, type Frame } from "../../src/relay/index.ts";
+import { DataSequence, FrameOutbox, OrderedReceiver } from "../../src/relay/framing.ts";
 
 const roundTrip = (frame: Frame) => {
   const decoded = decodeFrame(encodeFrame(frame));

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_AGENT_STREAMS, MAX_BODY_CHANNELS, MAX_LOCAL_CONNECTIONS } from "../../src/agent/edge/connection-limits.ts";
 import { LocalForwarder, type LocalTunnel } from "../../src/agent/edge/local-forwarder.ts";
 import { sendToLocal } from "../../src/agent/edge/replay.ts";
-import { AGENT_BODY_PATH, BODY_CHANNEL_MAX_BYTES, BODY_CHANNEL_MIN_BYTES, type Frame, type FrameOf } from "../../src/tunnels/protocol.ts";
+import { AGENT_BODY_PATH, BODY_CHANNEL_MAX_BYTES, BODY_CHANNEL_MIN_BYTES, type Frame, type FrameOf } from "../../src/relay/index.ts";
 import { FakeEdge } from "./support/fake-edge.ts";
 import { patternBytes } from "./support/upstream.ts";
 

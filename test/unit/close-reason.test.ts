@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { closeReason, MAX_CLOSE_REASON_BYTES } from "../../src/close-reason.ts";
-import { decodeFrames, encodeFrame } from "../../src/tunnels/protocol.ts";
+import { decodeFrames, encodeFrame } from "../../src/relay/index.ts";
 
 const bytes = (text: string) => new TextEncoder().encode(text).byteLength;
 

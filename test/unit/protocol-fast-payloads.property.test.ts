@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { FAST_PAYLOADS, payloadSchemas } from "../../src/tunnels/protocol.ts";
+import { FAST_PAYLOADS, payloadSchemas } from "../../src/relay/index.ts";
 
 /** Strings around each bound (empty, at the limit, one past it), and values of the wrong type. */
 const text = (max: number) =>

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { FrameOutbox } from "../../src/tunnels/framing.ts";
-import { DATA_FRAME_HEADROOM, decodeFrames, encodeDataInPlace, encodeFrame, MAX_DATA_CHUNK, type FrameOf } from "../../src/tunnels/protocol.ts";
+import { FrameOutbox } from "../../src/relay/framing.ts";
+import { DATA_FRAME_HEADROOM, decodeFrames, encodeDataInPlace, encodeFrame, MAX_DATA_CHUNK, type FrameOf } from "../../src/relay/index.ts";
 
 const body = fc.uint8Array({ maxLength: 2048 });
 const stream = fc.integer({ min: 1, max: 0xffffffff });

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { StreamCore, MAX_STREAM_WINDOW } from "../../src/tunnels/stream-core.ts";
-import { LARGE_DATA_CHUNK, MAX_DATA_CHUNK, MAX_RESET_MESSAGE, payloadSchemas, type FrameOf } from "../../src/tunnels/protocol.ts";
+import { StreamCore, MAX_STREAM_WINDOW } from "../../src/relay/stream-core.ts";
+import { LARGE_DATA_CHUNK, MAX_DATA_CHUNK, MAX_RESET_MESSAGE, payloadSchemas, type FrameOf } from "../../src/relay/index.ts";
 
 /** A receiving end that records what its core delivers. */
 function receiver(window: number, headFirst = false) {

@@ -1,8 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { MAX_DATA_CHUNK, type FrameOf } from "../../src/tunnels/protocol.ts";
-import { StreamCore } from "../../src/tunnels/stream-core.ts";
-import { SESSION_BOOST_BUDGET, STREAM_WINDOW_BOOST, WindowBudget } from "../../src/tunnels/window-budget.ts";
+import { MAX_DATA_CHUNK, type FrameOf } from "../../src/relay/index.ts";
+import { StreamCore } from "../../src/relay/stream-core.ts";
+import { SESSION_BOOST_BUDGET, STREAM_WINDOW_BOOST, WindowBudget } from "../../src/relay/window-budget.ts";
 
 const data = (seq: number, length: number): FrameOf<"data"> => ({ type: "data", stream: 1, seq, bytes: new Uint8Array(length) });
 

@@ -6,49 +6,18 @@
  */
 
 import WebSocket from "ws";
-import {
-  AGENT_BODY_PATH,
-  AGENT_SESSION_PATH,
-  decodeFrames,
-  HEARTBEAT_PING,
-  LARGE_DATA_CHUNK,
-  MAX_DATA_CHUNK,
-  HEARTBEAT_PONG,
-  PROTOCOL_VERSION,
-  type Frame,
-  type FrameOf,
-  type StreamFrame,
-} from "../../tunnels/protocol.ts";
-import { FrameOutbox } from "../../tunnels/framing.ts";
-import { backoffDelay, type BackoffOptions } from "./backoff.ts";
 import { closeReason } from "../../close-reason.ts";
+import { decodeFrames } from "../../relay/frame-codec.ts";
+import type { Frame, FrameOf, StreamFrame } from "../../relay/frames.ts";
+import { FrameOutbox } from "../../relay/framing.ts";
+import { HEARTBEAT_PING, HEARTBEAT_PONG, LARGE_DATA_CHUNK, MAX_DATA_CHUNK } from "../../relay/protocol.ts";
+import { backoffDelay, type BackoffOptions } from "./backoff.ts";
+import { channelTarget, dialEdge, type BodyChannelTarget } from "./edge-endpoints.ts";
+import { PendingRequests } from "./pending-requests.ts";
+import { EdgeRefusal, type SessionStatus } from "./session-status.ts";
 
-export type SessionState = "connecting" | "online" | "reconnecting" | "refused" | "closed";
-
-export interface SessionStatus {
-  readonly state: SessionState;
-  readonly sessionId?: string;
-  readonly region?: string;
-  /** Round trip of the last heartbeat. */
-  readonly latencyMs?: number;
-  readonly connectedAt?: Date;
-  /** Sessions opened after the first. */
-  readonly reconnects: number;
-  readonly lastError?: string;
-  readonly nextAttemptAt?: Date;
-}
-
-/** The edge said no: to a connection (its HTTP answer) or to a tunnel (a tunnel_failed frame). */
-export class EdgeRefusal extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly httpStatus?: number,
-  ) {
-    super(message);
-    this.name = "EdgeRefusal";
-  }
-}
+export type { BodyChannelTarget } from "./edge-endpoints.ts";
+export { EdgeRefusal, type SessionState, type SessionStatus } from "./session-status.ts";
 
 export interface EdgeSessionOptions {
   readonly serverAddr: string;
@@ -72,40 +41,6 @@ export interface EdgeSessionOptions {
 type StartRequest = Omit<FrameOf<"start_tunnel">, "type" | "request_id">;
 export type StartedTunnel = FrameOf<"tunnel_started">["tunnel"];
 
-interface Pending {
-  resolve(frame: Frame): void;
-  reject(error: Error): void;
-  timer: ReturnType<typeof setTimeout>;
-}
-
-/** ws(s)://host/__tollgate/agent for a server_addr of http(s)://host or ws(s)://host. */
-export function agentEndpoint(serverAddr: string): string {
-  const url = new URL(serverAddr);
-  url.protocol = url.protocol === "https:" || url.protocol === "wss:" ? "wss:" : "ws:";
-  url.pathname = AGENT_SESSION_PATH;
-  return url.toString();
-}
-
-/** http(s)://host/__tollgate/agent/body for a server_addr of http(s)://host or ws(s)://host. */
-export function bodyChannelEndpoint(serverAddr: string): string {
-  const url = new URL(serverAddr);
-  url.protocol = url.protocol === "https:" || url.protocol === "wss:" ? "https:" : "http:";
-  url.pathname = AGENT_BODY_PATH;
-  url.search = "";
-  return url.toString();
-}
-
-/** Where and how this session's agent POSTs response bodies (the edge's welcome offered it). */
-export interface BodyChannelTarget {
-  /** The endpoint with the session object's id: append `&stream=<id>`. */
-  readonly url: string;
-  readonly token: string;
-  /** Largest body the edge takes this way. */
-  readonly maxBytes: number;
-  /** The agent's User-Agent, as its WebSocket sends it (edges may challenge requests without one). */
-  readonly userAgent: string;
-}
-
 const REFUSAL_STATUSES = new Set([400, 401, 403]);
 /** close() cuts a connection that has not ended by then (a network gone silent). */
 const CLOSE_FALLBACK_MS = 2000;
@@ -115,10 +50,9 @@ export class EdgeSession {
   private ws: WebSocket | undefined;
   /** The TCP (or TLS) connection under `ws`, once its upgrade is answered. */
   private connection: { end(written: () => void): unknown } | undefined;
-  private readonly pending = new Map<number, Pending>();
+  private readonly pending = new PendingRequests();
   private readonly listeners = new Set<(status: SessionStatus) => void>();
   private readonly onlineListeners = new Set<() => void>();
-  private requestIds = 0;
   private attempt = 0;
   private stopped = false;
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
@@ -239,16 +173,7 @@ export class EdgeSession {
     if (this.current.state !== "online" || this.ws?.readyState !== WebSocket.OPEN) {
       return Promise.reject(new EdgeRefusal("offline", `not connected to the edge (${this.current.state})`));
     }
-    const requestId = ++this.requestIds;
-    return new Promise<Frame>((resolve, reject) => {
-      const timeoutMs = this.options.requestTimeoutMs ?? 15_000;
-      const timer = setTimeout(() => {
-        this.pending.delete(requestId);
-        reject(new EdgeRefusal("timeout", `the edge did not answer within ${timeoutMs / 1000} s`));
-      }, timeoutMs);
-      this.pending.set(requestId, { resolve, reject, timer });
-      this.send(build(requestId));
-    });
+    return this.pending.start(build, (frame) => this.send(frame), this.options.requestTimeoutMs ?? 15_000);
   }
 
   private update(change: Partial<SessionStatus>): void {
@@ -259,40 +184,11 @@ export class EdgeSession {
   private connect(): void {
     if (this.stopped) return;
     this.update({ state: this.everOnline ? "reconnecting" : "connecting", nextAttemptAt: undefined });
-    const ws = new WebSocket(agentEndpoint(this.options.serverAddr), {
-      headers: {
-        authorization: `Bearer ${this.options.apiKey}`,
-        "tollgate-protocol": String(PROTOCOL_VERSION),
-        "user-agent": this.userAgent,
-      },
-      handshakeTimeout: 10_000,
-      perMessageDeflate: false,
-      // An all-zero mask lets ws skip masking every byte it sends (the agent's main cost on large bodies).
-      // Masking protects HTTP intermediaries from what untrusted browser scripts send; the agent is not one.
-      generateMask: (mask: Buffer) => void mask.fill(0),
-    });
+    const { ws, refusal } = dialEdge(this.options.serverAddr, this.options.apiKey, this.userAgent);
     this.ws = ws;
     this.connection = undefined;
     ws.on("upgrade", (response) => {
       if (this.ws === ws) this.connection = response.socket;
-    });
-    let refusal: { message: string; status: number } | undefined;
-
-    ws.on("unexpected-response", (_request, response) => {
-      const chunks: Buffer[] = [];
-      response.on("data", (chunk: Buffer) => chunks.push(chunk));
-      response.on("end", () => {
-        const text = Buffer.concat(chunks).toString("utf8");
-        let message = `HTTP ${response.statusCode}`;
-        try {
-          const body = JSON.parse(text) as { msg?: string; error_code?: string };
-          if (body.msg) message = `${body.msg}${body.error_code ? ` (${body.error_code})` : ""}`;
-        } catch {
-          if (text.trim()) message = `HTTP ${response.statusCode}: ${text.trim().slice(0, 200)}`;
-        }
-        refusal = { message, status: response.statusCode ?? 0 };
-        ws.terminate();
-      });
     });
     ws.on("open", () => {
       this.lastSeen = Date.now();
@@ -310,12 +206,13 @@ export class EdgeSession {
     });
     ws.on("close", (code, reason) => {
       if (this.ws !== ws) return;
-      const why = refusal
-        ? `the edge refused the agent: ${refusal.message}`
+      const refused = refusal();
+      const why = refused
+        ? `the edge refused the agent: ${refused.message}`
         : this.current.lastError && code === 1006
           ? this.current.lastError
           : `connection closed (${code}${reason.length ? ` ${reason.toString()}` : ""})`;
-      this.dropped(why, refusal !== undefined && REFUSAL_STATUSES.has(refusal.status));
+      this.dropped(why, refused !== undefined && REFUSAL_STATUSES.has(refused.status));
     });
   }
 
@@ -340,14 +237,7 @@ export class EdgeSession {
       case "welcome":
         this.attempt = 0;
         this.dataChunk = frame.max_data_chunk ?? MAX_DATA_CHUNK;
-        this.channel = frame.body_channel
-          ? {
-              url: `${bodyChannelEndpoint(this.options.serverAddr)}?object=${frame.body_channel.object}`,
-              token: frame.body_channel.token,
-              maxBytes: frame.body_channel.max_bytes,
-              userAgent: this.userAgent,
-            }
-          : undefined;
+        this.channel = channelTarget(frame, this.options.serverAddr, this.userAgent);
         this.update({
           state: "online",
           sessionId: frame.session_id,
@@ -362,9 +252,9 @@ export class EdgeSession {
         return;
       case "tunnel_started":
       case "tunnel_failed":
-        return this.settle(frame.request_id, frame);
+        return this.pending.settle(frame.request_id, frame);
       case "tunnel_stopped":
-        if (frame.request_id !== undefined && this.pending.has(frame.request_id)) return this.settle(frame.request_id, frame);
+        if (frame.request_id !== undefined && this.pending.has(frame.request_id)) return this.pending.settle(frame.request_id, frame);
         this.options.onTunnelStopped?.(frame.tunnel_id, frame.reason);
         return;
       case "request_head":
@@ -379,14 +269,6 @@ export class EdgeSession {
       default:
         ws.close(1002, `protocol error: ${frame.type} is sent by the agent, not the edge`);
     }
-  }
-
-  private settle(requestId: number, frame: Frame): void {
-    const pending = this.pending.get(requestId);
-    if (!pending) return;
-    this.pending.delete(requestId);
-    clearTimeout(pending.timer);
-    pending.resolve(frame);
   }
 
   private startHeartbeat(ws: WebSocket, intervalMs: number): void {
@@ -406,11 +288,7 @@ export class EdgeSession {
   private dropped(reason: string, refused: boolean): void {
     clearInterval(this.heartbeatTimer);
     this.ws = undefined;
-    for (const [id, pending] of this.pending) {
-      clearTimeout(pending.timer);
-      pending.reject(new EdgeRefusal("disconnected", `the connection to the edge was lost: ${reason}`));
-      this.pending.delete(id);
-    }
+    this.pending.rejectAll(reason);
     this.options.onDisconnect(reason);
     if (this.stopped) return this.update({ state: "closed", lastError: reason });
     if (refused) return this.update({ state: "refused", lastError: reason });

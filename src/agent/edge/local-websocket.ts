@@ -2,7 +2,8 @@
 
 import type { IncomingMessage } from "node:http";
 import WebSocket from "ws";
-import { HOP_BY_HOP_HEADERS, MAX_WS_MESSAGE } from "../../tunnels/protocol.ts";
+import { HOP_BY_HOP_HEADERS } from "../../relay/http-semantics.ts";
+import { MAX_WS_MESSAGE } from "../../relay/protocol.ts";
 
 export interface LocalSocketEvents {
   /** The local service accepted the upgrade; `headers` are its 101 response's. */

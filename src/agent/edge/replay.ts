@@ -3,8 +3,8 @@
  * timeouts and taps (so request capture records it, marked `replay`). For replaying captured requests.
  */
 
-import type { Frame, FrameOf } from "../../tunnels/protocol.ts";
-import { DataSequence } from "../../tunnels/framing.ts";
+import type { Frame, FrameOf } from "../../relay/frames.ts";
+import { DataSequence } from "../../relay/framing.ts";
 import { LocalForwarder, type LocalTunnel } from "./local-forwarder.ts";
 
 export interface LocalRequest {

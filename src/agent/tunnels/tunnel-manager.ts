@@ -10,7 +10,7 @@ import { EdgeRefusal, type EdgeSession } from "../edge/edge-session.ts";
 import type { ExchangeTap } from "../edge/exchange.ts";
 import type { LocalTunnel } from "../edge/local-forwarder.ts";
 import { TunnelMetrics } from "../metrics/tunnel-metrics.ts";
-import { TunnelFailure } from "../../tunnels/protocol.ts";
+import { TunnelFailure } from "../../relay/protocol.ts";
 
 /** Failures that say nothing about the tunnel itself, only that the session was not there to answer. */
 const TRANSIENT = new Set(["offline", "disconnected", "timeout"]);

@@ -13,8 +13,8 @@ import {
   MAX_DATA_CHUNK,
   type Frame,
   type FrameOf,
-} from "../../../src/tunnels/protocol.ts";
-import { DataSequence } from "../../../src/tunnels/framing.ts";
+} from "../../../src/relay/index.ts";
+import { bodyFrames } from "../../shared/frames.ts";
 
 export interface RelayedResponse {
   status: number;
@@ -138,11 +138,9 @@ export class FakeSession {
       client_addr: request.clientAddr ?? "203.0.113.7",
       scheme: "http",
     });
-    const sequence = new DataSequence(stream);
     // The agent's initial window is larger than any test body, so the request body goes out at once.
     const { body, frameSize = MAX_DATA_CHUNK } = request;
-    if (body) for (let offset = 0; offset < body.byteLength; offset += frameSize) this.send(sequence.frame(body.subarray(offset, offset + frameSize)));
-    this.send(sequence.end());
+    for (const frame of bodyFrames(stream, body ?? new Uint8Array(0), frameSize)) this.send(frame);
 
     const ofStream = (frame: { stream: number }) => frame.stream === stream;
     const first = await this.next(["response_head", "reset"], ofStream, timeoutMs);

@@ -1,7 +1,7 @@
 import { env, SELF } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { routeBodyChannel } from "../../../src/tunnels/body-channel.ts";
-import { AGENT_BODY_PATH, BODY_CHANNEL_MAX_BYTES, type FrameOf } from "../../../src/tunnels/protocol.ts";
+import { AGENT_BODY_PATH, BODY_CHANNEL_MAX_BYTES, type FrameOf } from "../../../src/relay/index.ts";
 import { connectAgent, publicFetch, type FakeAgent } from "./fake-agent.ts";
 
 const agents: FakeAgent[] = [];

@@ -3,7 +3,7 @@
 import { env, runInDurableObject, SELF } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { MAX_POOL_MEMBERS } from "../../../src/tunnels/host-claims.ts";
-import type { FrameOf } from "../../../src/tunnels/protocol.ts";
+import type { FrameOf } from "../../../src/relay/index.ts";
 import { listOnlineTunnels } from "../../../src/tunnels/registry-client.ts";
 import { TunnelRegistry } from "../../../src/tunnels/registry-object.ts";
 import { TEST_KEYS } from "../management/keys.ts";

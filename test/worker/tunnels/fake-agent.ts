@@ -1,8 +1,9 @@
 /** An agent speaking the tunnel protocol from inside workerd, for testing the edge without Node. */
 
 import { SELF } from "cloudflare:test";
+import { message } from "../../shared/frames.ts";
 import { DEV_KEY } from "../management/keys.ts";
-import { AGENT_SESSION_PATH, decodeFrames, encodeFrame, HEARTBEAT_PING, LARGE_DATA_CHUNK, type Frame, type FrameOf } from "../../../src/tunnels/protocol.ts";
+import { AGENT_SESSION_PATH, decodeFrames, encodeFrame, HEARTBEAT_PING, LARGE_DATA_CHUNK, type Frame, type FrameOf } from "../../../src/relay/index.ts";
 
 export class FakeAgent {
   private readonly frames: Frame[] = [];
@@ -39,14 +40,7 @@ export class FakeAgent {
 
   /** Several frames in one WebSocket message, as the agent batches them. */
   sendBatch(frames: Frame[]): void {
-    const parts = frames.map(encodeFrame);
-    const message = new Uint8Array(parts.reduce((sum, part) => sum + part.byteLength, 0));
-    let offset = 0;
-    for (const part of parts) {
-      message.set(part, offset);
-      offset += part.byteLength;
-    }
-    this.ws.send(message);
+    this.ws.send(message(frames));
   }
 
   ping(): void {

@@ -4,7 +4,7 @@
  */
 
 import { afterEach, describe, expect, it } from "vitest";
-import type { FrameOf } from "../../../src/tunnels/protocol.ts";
+import type { FrameOf } from "../../../src/relay/index.ts";
 import { TEST_KEYS } from "../management/keys.ts";
 import { connectAgent, publicFetch, type FakeAgent } from "./fake-agent.ts";
 

@@ -1,7 +1,7 @@
 /** The Host a tunnel's local service sees: the one the client asked for, or the one the tunnel's policy set. */
 
 import { afterEach, describe, expect, it } from "vitest";
-import type { FrameOf } from "../../../src/tunnels/protocol.ts";
+import type { FrameOf } from "../../../src/relay/index.ts";
 import { keptAliveTunnels, publicFetch, type FakeAgent } from "./fake-agent.ts";
 
 const tunnels = keptAliveTunnels();

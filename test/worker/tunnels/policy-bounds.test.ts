@@ -5,7 +5,7 @@
  */
 
 import { afterEach, describe, expect, it } from "vitest";
-import { FRAME_TYPES, PROTOCOL_VERSION } from "../../../src/tunnels/protocol.ts";
+import { FRAME_TYPES, PROTOCOL_VERSION } from "../../../src/relay/index.ts";
 import { connectAgent, type FakeAgent } from "./fake-agent.ts";
 
 const agents: FakeAgent[] = [];

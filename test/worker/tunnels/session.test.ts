@@ -1,7 +1,8 @@
 import { env, SELF } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { getOnlineTunnel, listOnlineTunnels } from "../../../src/tunnels/registry-client.ts";
-import { INITIAL_STREAM_WINDOW, LARGE_DATA_CHUNK, MAX_DATA_CHUNK, type FrameOf } from "../../../src/tunnels/protocol.ts";
+import { INITIAL_STREAM_WINDOW, LARGE_DATA_CHUNK, MAX_DATA_CHUNK, type FrameOf } from "../../../src/relay/index.ts";
+import { responseFrames } from "../../shared/frames.ts";
 import { connectAgent, publicFetch, type FakeAgent } from "./fake-agent.ts";
 
 const agents: FakeAgent[] = [];
@@ -17,9 +18,7 @@ afterEach(() => {
 });
 
 async function answer(agent: FakeAgent, head: FrameOf<"request_head">, status: number, body: string, headers: Array<[string, string]> = []) {
-  agent.send({ type: "response_head", stream: head.stream, status, headers: [["content-type", "text/plain"], ...headers] });
-  if (body) agent.send({ type: "data", stream: head.stream, seq: 0, bytes: new TextEncoder().encode(body) });
-  agent.send({ type: "end", stream: head.stream, count: body ? 1 : 0 });
+  for (const frame of responseFrames(head.stream, status, body, [["content-type", "text/plain"], ...headers])) agent.send(frame);
 }
 
 /** Ceiling for conditions that become true a few event-loop turns or object calls later. */

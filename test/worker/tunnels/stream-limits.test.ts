@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { INITIAL_STREAM_WINDOW, ResetCode, type FrameOf } from "../../../src/tunnels/protocol.ts";
+import { INITIAL_STREAM_WINDOW, ResetCode, type FrameOf } from "../../../src/relay/index.ts";
 import { MAX_SESSION_STREAMS } from "../../../src/tunnels/stream-limits.ts";
+import { responseFrames } from "../../shared/frames.ts";
 import { type FakeAgent, keptAliveTunnels, publicFetch } from "./fake-agent.ts";
 
 /** Ceiling for a hundred requests to reach the agent on a busy machine (not a speed requirement). */
@@ -11,12 +12,7 @@ afterEach(() => tunnels.closeAll());
 const tunnel = () => tunnels.start();
 
 function answer(agent: FakeAgent, head: FrameOf<"request_head">, body: string): void {
-  const bytes = new TextEncoder().encode(body);
-  agent.sendBatch([
-    { type: "response_head", stream: head.stream, status: 200, headers: [["content-type", "text/plain"]] },
-    { type: "data", stream: head.stream, seq: 0, bytes },
-    { type: "end", stream: head.stream, count: 1 },
-  ]);
+  agent.sendBatch(responseFrames(head.stream, 200, body, [["content-type", "text/plain"]]));
 }
 
 async function envelope(response: Response) {

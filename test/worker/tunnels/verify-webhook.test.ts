@@ -1,7 +1,7 @@
 /** verify-webhook in a tunnel's policy: the agent receives a signed body byte for byte, and never a forged one. */
 
 import { afterEach, describe, expect, it } from "vitest";
-import type { FrameOf } from "../../../src/tunnels/protocol.ts";
+import type { FrameOf } from "../../../src/relay/index.ts";
 import { keptAliveTunnels, publicFetch, type FakeAgent } from "./fake-agent.ts";
 
 const tunnels = keptAliveTunnels();

@@ -7,7 +7,7 @@
  * smaller than the bytes a round trip between the ends can carry. Pure bookkeeping: no I/O, no clock.
  */
 
-import type { FrameOf } from "./protocol.ts";
+import type { FrameOf } from "./frames.ts";
 
 /** A stream that may hold a boost: its receive window, and the boost it holds (0: none). */
 export interface BoostedStream {

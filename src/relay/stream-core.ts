@@ -6,7 +6,8 @@
  */
 
 import { DataSequence, OrderedReceiver, type OrderedSink } from "./framing.ts";
-import { INITIAL_STREAM_WINDOW, MAX_DATA_CHUNK, MAX_RESET_MESSAGE, ResetCode, type FrameOf } from "./protocol.ts";
+import type { FrameOf } from "./frames.ts";
+import { INITIAL_STREAM_WINDOW, MAX_DATA_CHUNK, MAX_RESET_MESSAGE, ResetCode } from "./protocol.ts";
 
 /**
  * Largest window a sender may hold. Increments only ever return bytes the receiver was sent, so a window
