@@ -2,14 +2,19 @@
 /**
  * Checks the shape of src/: layers meet only in worker.ts, and no module imports itself round a cycle.
  *
- * - The layers are src/gateway, src/management and src/tunnels. None imports another's modules; worker.ts
- *   (outside every layer) wires them together. Shared modules outside the layers (errors.ts, time.ts,
- *   policy/, limiter/, …) may be imported by any of them.
+ * - The layers are src/gateway, src/management, src/tunnels, src/relay and src/agent. None imports another's
+ *   modules; worker.ts (outside every layer) wires them together. Shared modules outside the layers (errors.ts,
+ *   time.ts, policy/, limiter/, …) may be imported by any of them. The relay core is the exception that both
+ *   ends of a tunnel share: any layer may import src/relay/.
+ * - Two layers are confined further (CONFINED): the relay core imports nothing of src/ outside it but the
+ *   leaves listed, and no runtime (node:, cloudflare:, ws: only the packages listed); the agent, a separate
+ *   program, imports of the Worker's code only the relay, the policy engine and the leaves listed.
  * - No import cycle among src/ modules, counting `import type` and `export … from` (a type cycle still
  *   ties the modules' meaning together).
  *
  * Imports are read with TypeScript's own scanner (ts.preProcessFile), so comments and strings never count.
- * Usage: node scripts/check-layers.mjs  (exit 1 and a list of findings when the shape is broken)
+ * Usage: node scripts/check-layers.mjs [--src <dir>]  (exit 1 and a list of findings when the shape is broken;
+ * --src checks another tree, as test/unit/check-layers.test.ts does, and skips the stale-exception checks)
  */
 
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
@@ -18,9 +23,22 @@ import { fileURLToPath } from "node:url";
 import ts from "typescript";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const src = join(root, "src");
+const srcArgument = process.argv.indexOf("--src");
+const ownTree = srcArgument < 0;
+const src = ownTree ? join(root, "src") : resolve(process.argv[srcArgument + 1]);
 
-const LAYERS = ["gateway", "management", "tunnels"];
+const LAYERS = ["gateway", "management", "tunnels", "relay", "agent"];
+/** Layers every layer may import: the relay core, which the edge (tunnels) and the agent both drive. */
+const SHARED_LAYERS = new Set(["relay"]);
+
+/**
+ * Layers that may import of src/ only their own modules and these (a folder ends with "/"), and of packages
+ * only `packages` when it is given (relative imports are src/ modules; anything else is a package or runtime).
+ */
+const CONFINED = new Map([
+  ["relay", { modules: ["relay/", "close-reason.ts"], packages: ["zod"], why: "the relay core runs in any runtime" }],
+  ["agent", { modules: ["agent/", "relay/", "policy/", "close-reason.ts", "nearest-name.ts"], why: "the agent is its own program" }],
+]);
 
 /**
  * Imports across layers that are known and scheduled to go. Each entry is `from -> to` (paths under src/).
@@ -65,17 +83,37 @@ const layerOf = (file) => LAYERS.find((layer) => name(file).startsWith(`${layer}
 
 /** name → names it imports (each once). */
 const graph = new Map();
+/** name → the packages and runtime modules it imports. */
+const packagesOf = new Map();
 for (const file of sourceFiles(src)) {
   const { importedFiles } = ts.preProcessFile(readFileSync(file, "utf8"), true, true);
   const targets = new Set();
+  const packages = new Set();
   for (const { fileName } of importedFiles) {
     const target = resolveImport(file, fileName);
     if (target?.startsWith(src)) targets.add(name(target));
+    else if (!fileName.startsWith(".")) packages.add(fileName);
   }
   graph.set(name(file), [...targets]);
+  packagesOf.set(name(file), [...packages]);
 }
 
 const findings = [];
+
+// Confined layers import only what they are allowed.
+for (const [from, targets] of graph) {
+  const rule = CONFINED.get(layerOf(join(src, from)));
+  if (!rule) continue;
+  const allowed = rule.modules.join(", ");
+  for (const to of targets) {
+    if (!rule.modules.some((module) => (module.endsWith("/") ? to.startsWith(module) : to === module)))
+      findings.push(`confined: src/${from} imports src/${to}; ${rule.why}, so it may import only ${allowed}`);
+  }
+  for (const specifier of rule.packages ? packagesOf.get(from) : []) {
+    if (!rule.packages.includes(specifier))
+      findings.push(`confined: src/${from} imports '${specifier}'; ${rule.why}, so of packages it may import only ${rule.packages.join(", ")}`);
+  }
+}
 
 // Layers meet only in worker.ts.
 const usedLayerExceptions = new Set();
@@ -84,13 +122,13 @@ for (const [from, targets] of graph) {
   if (!fromLayer) continue;
   for (const to of targets) {
     const toLayer = layerOf(join(src, to));
-    if (!toLayer || toLayer === fromLayer) continue;
+    if (!toLayer || toLayer === fromLayer || SHARED_LAYERS.has(toLayer)) continue;
     const edge = `${from} -> ${to}`;
     if (LAYER_EXCEPTIONS.has(edge)) usedLayerExceptions.add(edge);
     else findings.push(`layer: src/${from} imports src/${to} (${fromLayer} → ${toLayer}); wire the two in src/worker.ts instead`);
   }
 }
-for (const edge of LAYER_EXCEPTIONS.keys()) {
+for (const edge of ownTree ? LAYER_EXCEPTIONS.keys() : []) {
   if (!usedLayerExceptions.has(edge)) findings.push(`stale exception: no import '${edge}' any more; remove it from LAYER_EXCEPTIONS`);
 }
 
@@ -164,7 +202,7 @@ function loopIn(component) {
 for (const component of components) {
   findings.push(`cycle among ${component.length} modules (${component.map((m) => `src/${m}`).join(", ")}), e.g. ${loopIn(component).join(" → ")}`);
 }
-for (const edge of CYCLE_EXCEPTIONS.keys()) {
+for (const edge of ownTree ? CYCLE_EXCEPTIONS.keys() : []) {
   if (!usedCycleExceptions.has(edge)) findings.push(`stale exception: no import '${edge}' any more; remove it from CYCLE_EXCEPTIONS`);
 }
 
