@@ -52,7 +52,7 @@ export interface SettleRequest {
 
 export const emptyRow: BucketRow = { windowMs: 0, state: emptyWindow };
 
-function isSeedRow(row: BucketRow): row is SeedRow {
+export function isSeedRow(row: BucketRow): row is SeedRow {
   return "state" in row;
 }
 
@@ -69,7 +69,7 @@ function withReservations(row: BucketRow, reservations: readonly Reservation[], 
 }
 
 /** The windows of a row by key. */
-function windowsOf(row: BucketRow): Map<string, StoredWindow> {
+export function windowsOf(row: BucketRow): Map<string, StoredWindow> {
   if (!isSeedRow(row)) return new Map(row.windows.map((stored) => [stored.key, stored]));
   if (row.state.subWindows.length === 0) return new Map();
   const key = windowKey({ capacity: 0, windowMs: row.windowMs });

@@ -121,6 +121,14 @@ export class BucketTable {
     this.cached.clear();
   }
 
+  /**
+   * The bucket's row as the decisions so far left it (written or not), changing nothing, not even which rows
+   * stay parsed in memory: a read-back must not push a busy bucket out of the cache.
+   */
+  peek(id: string): BucketRow {
+    return this.pending.get(id) ?? this.cached.get(id) ?? this.store.read(id) ?? emptyRow;
+  }
+
   /** Deletes the buckets whose admissions have all left their window by `now`. */
   evict(now: number): number {
     const removed = this.store.removeExpired(now);

@@ -9,6 +9,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
 import { decodeRow, encodeRow, settleProblem, takeProblem } from "./bucket-row.ts";
+import { type ReadRequest, readBucket, type WindowReading } from "./bucket-readback.ts";
 import { BucketTable, type RowStore, type SettleRequest, type TakeRequest } from "./bucket-table.ts";
 import { MAX_BUCKET_ID_LENGTH } from "./isolate-buckets.ts";
 import { type MigrationStep, migrateSchema } from "../sqlite-migrations.ts";
@@ -171,6 +172,23 @@ export class RateLimiter extends DurableObject<Env> {
   private at(now: number): number {
     if (now > this.latestNow) this.latestNow = now;
     return this.latestNow;
+  }
+
+  /**
+   * Reads buckets back (bucket-readback.ts): each rule's capacity, what is counted, what remains, at the time of
+   * the call. Counts nothing and writes nothing; decisions not yet stored are seen, as the next take would see them.
+   */
+  async readAll(requests: readonly ReadRequest[]): Promise<WindowReading[][] | StoreRefusal> {
+    if (!Array.isArray(requests) || requests.length > MAX_TAKES_PER_CALL) return { refused: `a call carries at most ${MAX_TAKES_PER_CALL} reads` };
+    for (const request of requests) {
+      if (typeof request.id !== "string" || request.id.length === 0 || request.id.length > MAX_BUCKET_ID_LENGTH) {
+        return { refused: `bucket ids are hashes of 1 to ${MAX_BUCKET_ID_LENGTH} characters` };
+      }
+      const problem = takeProblem({ id: request.id, windows: request.windows, want: 1, leaseMs: 0, forRequest: true });
+      if (problem) return { refused: problem };
+    }
+    const now = Date.now();
+    return requests.map((request) => readBucket(this.table.peek(request.id), request.windows, now));
   }
 
   /** The next write of the table's pending buckets, shared by every call decided before it starts. */
