@@ -118,7 +118,7 @@ export default defineConfig({
           deps: { optimizer: { ssr: { enabled: true, include: workerDependencies } } },
           // A ceiling, not a speed requirement: heavy tests (10,000 bot users) need more than 5 s on a busy machine.
           testTimeout: 30_000,
-          globalSetup: ["test/support/upstream-setup.ts", "test/support/usage-upstream-setup.ts"],
+          globalSetup: ["test/support/upstream-setup.ts"],
         },
       },
     ],

@@ -10,7 +10,7 @@ import { INITIAL_STREAM_WINDOW, LARGE_DATA_CHUNK, MAX_DATA_CHUNK, type Frame, ty
 import { message } from "../shared/frames.ts";
 import { FakeEdge } from "./support/fake-edge.ts";
 import { ngrokClient, type NgrokClientError } from "./support/ngrok-client.ts";
-import { closedPort, patternBytes, sha256, startUpstream, type Upstream } from "./support/upstream.ts";
+import { closedPort, patternBytes, sha256, startUpstream, type Upstream } from "../support/upstream.ts";
 
 let edge: FakeEdge;
 let upstream: Upstream;
@@ -246,7 +246,7 @@ describe("relaying to the local service", () => {
     const agent = await agentWith({ tunnels: { web: { addr: upstream.port } } }, { responseTimeoutMs: 200 });
     await agentReady(agent, ["web"]);
     const session = await edge.session(edge.sessions.length - 1);
-    const answer = await session.relay(edge.tunnelId("web"), { target: "/slow/2000" });
+    const answer = await session.relay(edge.tunnelId("web"), { target: "/delay/2000" });
     expect(answer.reset).toEqual({ code: "upstream_timeout", message: `http://localhost:${upstream.port} did not answer within 0.2 s` });
   });
 
@@ -324,7 +324,7 @@ describe("relaying to the local service", () => {
       client_addr: "203.0.113.7",
       scheme: "http",
     });
-    session.send(head("/slow/300"));
+    session.send(head("/delay/300"));
     session.send({ type: "end", stream: 7, count: 0 });
     session.send(head("/intruder"));
     const refused = await session.next("reset", (frame) => frame.stream === 7);
@@ -332,7 +332,7 @@ describe("relaying to the local service", () => {
     const response = await session.next("response_head", (frame) => frame.stream === 7);
     expect(response.status).toBe(200);
     const body = await session.next("data", (frame) => frame.stream === 7);
-    expect(JSON.parse(new TextDecoder().decode(body.bytes))).toMatchObject({ url: "/slow/300" });
+    expect(JSON.parse(new TextDecoder().decode(body.bytes))).toMatchObject({ url: "/delay/300" });
     expect(upstream.seen.some((request) => request.url === "/intruder")).toBe(false);
   });
 });

@@ -9,7 +9,7 @@ import type { Frame } from "../../src/relay/index.ts";
 import { AGENT_BODY_PATH, BODY_CHANNEL_MAX_BYTES, BODY_CHANNEL_MIN_BYTES } from "../../src/relay/index.ts";
 import { AGENT_VERSION } from "../../src/agent/version.ts";
 import { FakeEdge } from "./support/fake-edge.ts";
-import { patternBytes, startUpstream, type Upstream } from "./support/upstream.ts";
+import { patternBytes, startUpstream, type Upstream } from "../support/upstream.ts";
 
 /** Ceiling for what settles after a few socket round trips (generous for a busy machine). */
 const SETTLES = { timeout: 10_000, interval: 20 };

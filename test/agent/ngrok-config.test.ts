@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { startAgent, type Agent } from "../../src/agent/agent.ts";
 import { formatIssue, formatNotice, parseAgentConfig, readConfigFile } from "../../src/agent/settings/load.ts";
-import { closedPort } from "./support/upstream.ts";
+import { closedPort } from "../support/upstream.ts";
 
 async function check(text: string) {
   const dir = await mkdtemp(join(tmpdir(), "tollgate-ngrok-config-"));

@@ -12,7 +12,7 @@ import { parseAgentConfig } from "../../src/agent/settings/load.ts";
 import { FakeEdge, type FakeSession } from "./support/fake-edge.ts";
 import type { NgrokClientError } from "./support/ngrok-client.ts";
 import { ngrokRequestClient } from "./support/ngrok-request-client.ts";
-import { patternBytes, sha256, startUpstream, type Upstream } from "./support/upstream.ts";
+import { patternBytes, sha256, startUpstream, type Upstream } from "../support/upstream.ts";
 
 let edge: FakeEdge;
 let upstream: Upstream;

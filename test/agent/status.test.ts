@@ -11,7 +11,7 @@ import { renderStatus, renderStatusLines } from "../../src/agent/status/status-s
 import { colourWanted, fit, span } from "../../src/agent/status/terminal-text.ts";
 import { Tunnel } from "../../src/agent/tunnels/tunnel-manager.ts";
 import { FakeEdge } from "./support/fake-edge.ts";
-import { closedPort, startUpstream, type Upstream } from "./support/upstream.ts";
+import { closedPort, startUpstream, type Upstream } from "../support/upstream.ts";
 
 const ESC = "\x1b";
 const SGR = /\x1b\[[0-9;]*m/g;

@@ -6,7 +6,7 @@ import { LocalForwarder, type LocalTunnel } from "../../src/agent/edge/local-for
 import { sendToLocal } from "../../src/agent/edge/replay.ts";
 import { AGENT_BODY_PATH, BODY_CHANNEL_MAX_BYTES, BODY_CHANNEL_MIN_BYTES, type Frame, type FrameOf } from "../../src/relay/index.ts";
 import { FakeEdge } from "./support/fake-edge.ts";
-import { patternBytes } from "./support/upstream.ts";
+import { patternBytes } from "../support/upstream.ts";
 
 /** Ceiling for what settles after some hundred socket round trips (generous for a busy machine). */
 const SETTLES = { timeout: 20_000, interval: 20 };

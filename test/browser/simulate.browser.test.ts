@@ -11,7 +11,7 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startAgent, type Agent } from "../../src/agent/agent.ts";
 import { parseAgentConfig } from "../../src/agent/settings/load.ts";
-import { startUpstream, type Upstream } from "../agent/support/upstream.ts";
+import { startUpstream, type Upstream } from "../support/upstream.ts";
 import { Edge } from "../e2e/support/edge.ts";
 import { fetchPublic } from "../e2e/support/public-client.ts";
 import { allStarted, stopAll } from "../support/lifecycle.ts";

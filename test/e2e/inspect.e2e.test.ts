@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAgent, type Agent } from "../../src/agent/agent.ts";
 import { parseAgentConfig } from "../../src/agent/settings/load.ts";
 import { ngrokRequestClient, type NgrokRequestClient } from "../agent/support/ngrok-request-client.ts";
-import { patternBytes, sha256, startUpstream, type Upstream } from "../agent/support/upstream.ts";
+import { patternBytes, sha256, startUpstream, type Upstream } from "../support/upstream.ts";
 import { Edge } from "./support/edge.ts";
 import { fetchPublic, jsonOf } from "./support/public-client.ts";
 

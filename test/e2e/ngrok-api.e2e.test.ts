@@ -20,7 +20,7 @@ import { startAgent, type Agent } from "../../src/agent/agent.ts";
 import { parseAgentConfig } from "../../src/agent/settings/load.ts";
 import { AGENT_VERSION } from "../../src/agent/version.ts";
 import { ngrokClient } from "../agent/support/ngrok-client.ts";
-import { startUpstream, type Upstream } from "../agent/support/upstream.ts";
+import { startUpstream, type Upstream } from "../support/upstream.ts";
 import { DEV_KEY, Edge } from "./support/edge.ts";
 import { GATEWAY_ROUTES } from "../shared/gateway-routes.ts";
 

@@ -14,7 +14,7 @@ import ngrok from "ngrok";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { parse } from "yaml";
 import { spawnGroup, stopGroup } from "../support/processes.ts";
-import { startUpstream, type Upstream } from "../agent/support/upstream.ts";
+import { startUpstream, type Upstream } from "../support/upstream.ts";
 import { DEV_KEY, Edge } from "./support/edge.ts";
 import { installedAgent, type InstalledAgent } from "./support/installed-agent.ts";
 import { fetchPublic, jsonOf } from "./support/public-client.ts";

@@ -10,7 +10,7 @@ import { brotliCompressSync, gunzipSync, gzipSync } from "node:zlib";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startAgent, type Agent } from "../../src/agent/agent.ts";
 import { parseAgentConfig } from "../../src/agent/settings/load.ts";
-import { patternBytes } from "../agent/support/upstream.ts";
+import { patternBytes } from "../support/upstream.ts";
 import { ngrokRequestClient } from "../agent/support/ngrok-request-client.ts";
 import { Edge } from "./support/edge.ts";
 

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startAgent, type Agent } from "../../src/agent/agent.ts";
 import { parseAgentConfig } from "../../src/agent/settings/load.ts";
 import { ngrokClient, type NgrokClient, type NgrokClientError } from "../agent/support/ngrok-client.ts";
-import { closedPort, patternBytes, sha256, startUpstream, type Upstream } from "../agent/support/upstream.ts";
+import { closedPort, patternBytes, sha256, startUpstream, type Upstream } from "../support/upstream.ts";
 import { Edge, freePort } from "./support/edge.ts";
 import { fetchPublic, jsonOf, openPublic } from "./support/public-client.ts";
 

@@ -3,7 +3,7 @@ declare module "vitest" {
   export interface ProvidedContext {
     upstreamPort: number;
     tcpEchoPort: number;
-    /** test/support/usage-upstream-setup.ts: an upstream answering with LLM usage. */
+    /** The same upstream as upstreamPort (test/support/upstream.ts), named for the tests of its LLM routes. */
     usageUpstreamPort: number;
   }
 }

@@ -1,6 +1,6 @@
 /**
- * A local upstream that answers as an LLM API does, for the worker tests of settled costs; its port reaches tests
- * via inject("usageUpstreamPort").
+ * The LLM routes of the test upstream (test/support/upstream.ts), answering as an LLM API does, for the tests of
+ * settled costs.
  *
  * /completion?total=N&pad=B: a JSON completion of B bytes of text whose `usage.total_tokens` is N, written in
  * pieces without a content-length (chunked, as a model streams it out), the usage last as OpenAI's is.
@@ -17,11 +17,7 @@
  * /sse-big: one event of 10 MB, then a usage event of total 1. /sse-garbage: 64 KiB of binary noise.
  */
 
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
-import type { TestProject } from "vitest/node";
-
-import type {} from "../worker/provided.d.ts";
+import type { IncomingMessage, ServerResponse } from "node:http";
 
 /** Completions /held is holding back, released by /release. */
 const held: (() => void)[] = [];
@@ -87,7 +83,13 @@ async function stream(path: string, url: URL, response: ServerResponse): Promise
   response.end(`data: {"id":"chatcmpl-1","choices":[],"usage":{"prompt_tokens":1,"total_tokens":${total}}}\n\ndata: [DONE]\n\n`);
 }
 
-async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+/** Paths the LLM routes answer (exactly; any other path is the rest of the upstream's). */
+export function isUsagePath(path: string): boolean {
+  return path.startsWith("/sse") || ["/completion", "/header", "/held", "/release"].includes(path);
+}
+
+/** Answers a request whose path isUsagePath. */
+export async function answerUsage(request: IncomingMessage, response: ServerResponse): Promise<void> {
   for await (const _ of request);
   const url = new URL(request.url ?? "/", "http://upstream");
   const total = Number(url.searchParams.get("total") ?? "0");
@@ -121,16 +123,4 @@ async function handle(request: IncomingMessage, response: ServerResponse): Promi
     if (!response.write(piece.slice(0, Math.min(piece.length, pad - sent)))) await new Promise((resolve) => response.once("drain", resolve));
   }
   response.end(`"}],"usage":{"prompt_tokens":1,"completion_tokens":${total - 1},"total_tokens":${total}}}`);
-}
-
-export default async function setup(project: TestProject) {
-  const server = createServer((request, response) => {
-    handle(request, response).catch((error) => {
-      response.statusCode = 500;
-      response.end(String(error));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  project.provide("usageUpstreamPort", (server.address() as AddressInfo).port);
-  return () => new Promise<void>((resolve) => server.close(() => resolve()));
 }
