@@ -128,3 +128,24 @@ export function costOf(cost: CostPlan, exchange: Exchange): number | { error: st
   if (value !== null && typeof value === "object" && "error" in value && typeof value.error === "string") return { error: `cost: ${value.error}` };
   return { error: `cost must be an int, got ${typeof value === "string" ? "a string" : typeof value}` };
 }
+
+/** What a compiled rate-limit action says of its limits, for reading its buckets back (the management API). */
+export interface ActionLimits {
+  readonly name: string;
+  /** Tiers in order, then the fallback (no `when`). */
+  readonly plans: readonly LimitPlan[];
+  /** `scope: global`: one bucket for every ingress instance. */
+  readonly global: boolean;
+  /** Elements of `bucket_key`: a bucket's key value has this many parts. */
+  readonly keyElements: number;
+}
+
+/** `action` carrying its limits (read by `limitsOf`). */
+export function withLimits<A extends object>(action: A, limits: ActionLimits): A & { readonly limits: ActionLimits } {
+  return Object.assign(action, { limits });
+}
+
+/** The limits of a compiled action, when it is a rate-limit action. */
+export function limitsOf(action: { readonly type: string }): ActionLimits | undefined {
+  return action.type === "rate-limit" && "limits" in action ? (action.limits as ActionLimits) : undefined;
+}

@@ -11,13 +11,13 @@ import type { CountResult, Exchange, RateLimitEvent, RateLimitOutcome } from "..
 import { parseDuration } from "../duration.ts";
 import { BOOL, STRING } from "../cel-types.ts";
 import { isRateLimitPolicyName, MAX_RATELIMIT_HEADER_ACTIONS, MAX_RATELIMIT_POLICY_NAME } from "../rate-limit-fields.ts";
-import { defineAction } from "./action.ts";
+import { type CompiledAction, defineAction } from "./action.ts";
 import { declareResults, ERROR_SHAPE, noError, type ResultError } from "./results.ts";
 import { compileBucketKey, KEY_ERROR } from "./rate-limit-key.ts";
 import { rateLimitedResponder } from "./rate-limit-response.ts";
 import { awaitSettle, compileSettleCost, reservationId } from "./rate-limit-settle.ts";
 import { boundedReason, COST_ERROR, invalidCostCheck, invalidCostResponse, invalidCostRetryAfter, MAX_COST_REASON_KEPT } from "./rate-limit-invalid-cost.ts";
-import { choosePlan, costOf, type LimitPlan, overridePlan, type PlannedWindow, planLimits } from "./rate-limit-plan.ts";
+import { choosePlan, costOf, type LimitPlan, overridePlan, type PlannedWindow, planLimits, withLimits } from "./rate-limit-plan.ts";
 import { capacitySchema, costSchema, tiersSchema, windowLabel, windowSeconds, windowsSchema } from "./rate-limit-windows.ts";
 
 export { canonicalCredentials } from "./rate-limit-key.ts";
@@ -197,7 +197,7 @@ export const rateLimitAction = defineAction({
     // Compiled once per override object (the isolate's copy keeps an unchanged override's object across refreshes).
     const overridePlans = new WeakMap<LimitOverride, LimitPlan>();
     const fixedCost = "fixed" in cost ? cost.fixed : 1;
-    return {
+    const action: CompiledAction = {
       type: "rate-limit",
       async run(exchange, { counter, decisions, overrides }) {
         const keyValue = keyOf(exchange);
@@ -275,6 +275,7 @@ export const rateLimitAction = defineAction({
         return responderOf(window)(retryAfter);
       },
     };
+    return withLimits(action, { name, plans, global: isGlobal, keyElements: (config.bucket_key ?? ["conn.client_ip"]).length });
   },
 });
 
