@@ -11,6 +11,7 @@ import { edgeOwnerAccount, getRouteModules } from "./management/edge-routes.ts";
 import { authenticateApiKey } from "./management/auth.ts";
 import { OverrideCache } from "./limiter/override-cache.ts";
 import { overrideServices } from "./limiter/override-service.ts";
+import { limitsOf } from "./policy/actions/rate-limit-plan.ts";
 import { createRuntime, type RequestContext } from "./runtime.ts";
 import { SettingsError, settingsOf } from "./settings.ts";
 import { routeTunnelTraffic, type TunnelServices } from "./tunnels/index.ts";
@@ -51,6 +52,15 @@ const management = createManagementApp({
   edges: {
     edge: (env, edgeId) => loadedGateway(env).routes.edge(edgeId),
     edges: (env) => loadedGateway(env).config.edges,
+  },
+  rateLimits(env, edgeId, routeId, action) {
+    const policy = loadedGateway(env)
+      .routes.edge(edgeId)
+      ?.routes.find((route) => route.id === routeId)
+      ?.policy();
+    if (!policy?.ok) return undefined;
+    const entries = [...policy.policy.inbound, ...policy.policy.outbound];
+    return entries.flatMap((entry) => entry.actions.map(limitsOf)).find((limits) => limits?.name === action);
   },
 });
 

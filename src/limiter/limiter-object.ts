@@ -175,10 +175,13 @@ export class RateLimiter extends DurableObject<Env> {
   }
 
   /**
-   * Reads buckets back (bucket-readback.ts): each rule's capacity, what is counted, what remains, at the time of
-   * the call. Counts nothing and writes nothing; decisions not yet stored are seen, as the next take would see them.
+   * Reads buckets back (bucket-readback.ts) at the caller's `now`, as takes are decided: each rule's capacity, what
+   * is counted, what remains. Counts nothing and writes nothing; decisions not yet stored are seen, as the next
+   * take would see them.
    */
-  async readAll(requests: readonly ReadRequest[]): Promise<WindowReading[][] | StoreRefusal> {
+  async readAll(requests: readonly ReadRequest[], now: number): Promise<WindowReading[][] | StoreRefusal> {
+    const late = clockProblem(now);
+    if (late) return { refused: late };
     if (!Array.isArray(requests) || requests.length > MAX_TAKES_PER_CALL) return { refused: `a call carries at most ${MAX_TAKES_PER_CALL} reads` };
     for (const request of requests) {
       if (typeof request.id !== "string" || request.id.length === 0 || request.id.length > MAX_BUCKET_ID_LENGTH) {
@@ -187,7 +190,6 @@ export class RateLimiter extends DurableObject<Env> {
       const problem = takeProblem({ id: request.id, windows: request.windows, want: 1, leaseMs: 0, forRequest: true });
       if (problem) return { refused: problem };
     }
-    const now = Date.now();
     return requests.map((request) => readBucket(this.table.peek(request.id), request.windows, now));
   }
 

@@ -12,6 +12,7 @@ import { serveOpenApi } from "./openapi.ts";
 import { pathPattern } from "./operation.ts";
 import { edgeRouteModulesRouter } from "./routes/edge-route-modules.ts";
 import { httpsEdgesRouter } from "./routes/https-edges.ts";
+import { rateLimitBucketsRouter, type RateLimitDirectory } from "./routes/rate-limit-buckets.ts";
 import { rateLimitOverridesRouter } from "./routes/rate-limit-overrides.ts";
 import { botUsersRouter, serviceUsersRouter } from "./routes/service-users.ts";
 import { simulationsRouter } from "./routes/simulations.ts";
@@ -22,10 +23,12 @@ import { serviceVersion } from "./version.ts";
 /** What the management API needs from outside its layer; worker.ts wires it. */
 export interface ManagementDeps {
   readonly edges: EdgeDirectory;
+  /** The rate-limit actions of the routes, for reading their buckets back; absent: that endpoint is not served. */
+  readonly rateLimits?: RateLimitDirectory;
 }
 
 /** The management API app; worker.ts builds one per isolate and serves it as the gateway's `management` upstream. */
-export function createManagementApp({ edges }: ManagementDeps): OpenAPIHono<ManagementEnv> {
+export function createManagementApp({ edges, rateLimits }: ManagementDeps): OpenAPIHono<ManagementEnv> {
   const api = new OpenAPIHono<ManagementEnv>();
   api.use(async (c, next) => {
     c.set("edges", edges);
@@ -42,6 +45,7 @@ export function createManagementApp({ edges }: ManagementDeps): OpenAPIHono<Mana
   api.route("/", httpsEdgesRouter);
   api.route("/", simulationsRouter);
   api.route("/", rateLimitOverridesRouter);
+  if (rateLimits) api.route("/", rateLimitBucketsRouter(rateLimits));
 
   let served: ServedOperation[] | undefined;
   const operations = () =>

@@ -192,6 +192,7 @@ describe("OpenAPI", () => {
         "GET /rate_limit_overrides/{id}",
         "PATCH /rate_limit_overrides/{id}",
         "DELETE /rate_limit_overrides/{id}",
+        "GET /edges/https/{edge_id}/routes/{id}/rate_limit_buckets",
         "POST /traffic_policy_simulations",
       ].sort(),
     );
