@@ -8,17 +8,20 @@
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type Burst, burstySchedule } from "./accuracy.ts";
-import { type ObservedWeightedAdmission, overAdmittedWeighted, type WeightedWindow, weightedLogDecisions } from "./oracle.ts";
+import { type ObservedWeightedAdmission, overAdmittedWeighted, type WeightedWindow, weightedLogRefusals } from "./oracle.ts";
 import { seededRandom } from "./stats.ts";
 
 /** Request headers the route's policy reads: the estimated cost, and the cost its settle reports. */
 export const COST_HEADER = "x-bench-cost";
 export const SETTLE_HEADER = "x-bench-settle";
 
-/** The route's windows: 10 s and 60 s, both reached by the schedule's bursts (about 1,800 of cost a minute offered). */
+/**
+ * The route's windows: the schedule offers about 2,300 of cost a minute, in bursts of up to 60 requests, so the
+ * minute refuses most of the time and the 10 s window cuts the large bursts.
+ */
 export const COST_WINDOWS: readonly (WeightedWindow & { readonly rate: string })[] = [
-  { capacity: 200, windowMs: 10_000, rate: "10s" },
-  { capacity: 600, windowMs: 60_000, rate: "60s" },
+  { capacity: 150, windowMs: 10_000, rate: "10s" },
+  { capacity: 500, windowMs: 60_000, rate: "60s" },
 ];
 
 /** The rate-limit policy of the route (`bucketKey`: the CEL element naming a fresh bucket per run). */
@@ -83,6 +86,8 @@ export interface CostAccuracyReport {
   readonly oracleAdmittedCost: number;
   /** Admissions that certainly took a window past its capacity (must be 0). */
   readonly overAdmitted: number;
+  /** Refusals of the exact weighted log by the window without room (a request may lack room in both). */
+  readonly oracleRefusedBy: Readonly<Record<string, number>>;
   readonly underAdmissionPercent: number;
   readonly limitedWithoutRetryAfter: number;
   readonly elapsedMs: number;
@@ -134,10 +139,11 @@ export async function runCostAccuracy(options: CostAccuracyOptions): Promise<Cos
   const limited = observations.filter((o) => o.status === 429);
   const failed = observations.filter((o) => o.status !== 200 && o.status !== 429);
   // The exact log settles a request when the gateway answered it (its settle leaves with the answer).
-  const oracle = weightedLogDecisions(
+  const refusals = weightedLogRefusals(
     answered.map((o) => ({ at: o.sent, cost: o.cost, settled: o.settled, settledAt: o.answered })),
     COST_WINDOWS,
   );
+  const oracle = refusals.map((refused) => refused === undefined);
   const oracleAdmittedCost = sum(answered.filter((_, index) => oracle[index]).map((o) => o.cost));
   const admittedCost = sum(admitted.map((o) => o.cost));
   return {
@@ -153,6 +159,7 @@ export async function runCostAccuracy(options: CostAccuracyOptions): Promise<Cos
     oracleAdmitted: oracle.filter(Boolean).length,
     oracleAdmittedCost,
     overAdmitted: overAdmittedWeighted(admitted, COST_WINDOWS),
+    oracleRefusedBy: Object.fromEntries(COST_WINDOWS.map((window, index) => [window.rate, refusals.filter((full) => full?.includes(index)).length])),
     underAdmissionPercent: oracleAdmittedCost === 0 ? 0 : (100 * (oracleAdmittedCost - admittedCost)) / oracleAdmittedCost,
     limitedWithoutRetryAfter: limited.filter((o) => !/^\d+$/.test(o.retryAfter ?? "") || Number(o.retryAfter) < 1).length,
     elapsedMs,
@@ -163,11 +170,15 @@ export async function runCostAccuracy(options: CostAccuracyOptions): Promise<Cos
 export function costAccuracyLine(run: CostAccuracyReport | undefined, uncounted: number): string {
   if (!run) return "end to end, costs + several windows + settles: skipped (BENCH_COST_ACCURACY_SECONDS=0)";
   const windows = COST_WINDOWS.map((window) => `${window.capacity} per ${window.rate}`).join(" and ");
+  const lacking = Object.entries(run.oracleRefusedBy)
+    .map(([rate, count]) => `${count} in the ${rate} window`)
+    .join(", ");
   const lines = [
     `end to end, costs + several windows + settles (one bucket, cost 0–5 a request, ${windows} all or nothing, ` +
       `settles 0–8 from the response, 10 % lost): ${run.requests} requests in ${(run.elapsedMs / 1000).toFixed(0)} s; ` +
       `admitted ${run.admitted} (cost ${run.admittedCost}, settled to ${run.settledCost}; ${run.settles} settles sent, ${run.lostSettles} lost), ` +
-      `exact weighted log ${run.oracleAdmitted} (cost ${run.oracleAdmittedCost}); over-admitted ${run.overAdmitted}; ` +
+      `refused ${run.limited}; exact weighted log ${run.oracleAdmitted} (cost ${run.oracleAdmittedCost}; its refusals for lack of room: ${lacking}); ` +
+      `over-admitted ${run.overAdmitted}; ` +
       `under-admission ${run.underAdmissionPercent.toFixed(2)} % of cost; 429 without retry-after ${run.limitedWithoutRetryAfter}; ` +
       `failed ${run.failures}; passed uncounted (fail-open) ${uncounted}`,
   ];

@@ -93,28 +93,35 @@ function countedAt(entry: WeightedRequest, time: number): number {
 }
 
 /**
- * Which requests (sorted by `at`) an exact weighted log with several windows admits: a request is admitted only if
- * its whole cost fits in every window, all or nothing (a cost of 0 needs room for 1, and counts nothing), and a
- * settle replaces its entry's cost in place from `settledAt` on.
+ * What an exact weighted log with several windows decides for each request (sorted by `at`): undefined when it
+ * admits it, else the indexes of the windows without room. A request is admitted only if its whole cost fits in
+ * every window, all or nothing (a cost of 0 needs room for 1, and counts nothing), and a settle replaces its
+ * entry's cost in place from `settledAt` on.
  */
-export function weightedLogDecisions(requests: readonly WeightedRequest[], windows: readonly WeightedWindow[]): boolean[] {
+export function weightedLogRefusals(requests: readonly WeightedRequest[], windows: readonly WeightedWindow[]): (number[] | undefined)[] {
   const longest = Math.max(...windows.map((window) => window.windowMs));
   const log: WeightedRequest[] = [];
   let head = 0;
   return requests.map((request) => {
     while (head < log.length && log[head]!.at <= request.at - longest) head++;
     const need = Math.max(1, request.cost);
-    for (const window of windows) {
+    const full = windows.flatMap((window, index) => {
       let held = 0;
-      for (let index = head; index < log.length; index++) {
-        const entry = log[index]!;
+      for (let at = head; at < log.length; at++) {
+        const entry = log[at]!;
         if (entry.at > request.at - window.windowMs) held += countedAt(entry, request.at);
       }
-      if (held + need > window.capacity) return false;
-    }
+      return held + need > window.capacity ? [index] : [];
+    });
+    if (full.length > 0) return full;
     log.push(request);
-    return true;
+    return undefined;
   });
+}
+
+/** Which requests the exact weighted log admits (see weightedLogRefusals). */
+export function weightedLogDecisions(requests: readonly WeightedRequest[], windows: readonly WeightedWindow[]): boolean[] {
+  return weightedLogRefusals(requests, windows).map((refused) => refused === undefined);
 }
 
 /** A weighted admission seen from the client: it happened at some instant in [sent, answered]. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { COST_WINDOWS, costAccuracyPolicy } from "../../bench/accuracy-costs.ts";
-import { overAdmittedWeighted, weightedLogDecisions } from "../../bench/oracle.ts";
+import { overAdmittedWeighted, weightedLogDecisions, weightedLogRefusals } from "../../bench/oracle.ts";
 import { loadPolicy } from "../../src/policy/compile.ts";
 
 const windows = [
@@ -20,6 +20,11 @@ describe("the exact weighted log with several windows and settles", () => {
       false,
       true,
     ]);
+  });
+
+  it("says which windows had no room for each refusal", () => {
+    const at = (time: number, cost: number) => ({ at: time, cost, settledAt: Number.POSITIVE_INFINITY });
+    expect(weightedLogRefusals([at(0, 10), at(10, 1), at(1010, 5), at(1020, 6)], windows)).toEqual([undefined, [0], undefined, [0, 1]]);
   });
 
   it("replaces an entry's cost in place once its settle lands: a refund makes room, a charge takes it", () => {
