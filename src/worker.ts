@@ -5,6 +5,7 @@ import { errorAnswer } from "./error-answer.ts";
 import { ErrorCode, ServiceError } from "./errors.ts";
 import { handleGatewayRequest, runThroughPolicy } from "./gateway/pipeline.ts";
 import type { UpstreamHandlers } from "./gateway/upstream.ts";
+import { ingressId } from "./ingress.ts";
 import { createManagementApp } from "./management/app.ts";
 import { accountStore } from "./management/account-store.ts";
 import { edgeOwnerAccount, getRouteModules } from "./management/edge-routes.ts";
@@ -53,14 +54,18 @@ const management = createManagementApp({
     edge: (env, edgeId) => loadedGateway(env).routes.edge(edgeId),
     edges: (env) => loadedGateway(env).config.edges,
   },
-  rateLimits(env, edgeId, routeId, action) {
-    const policy = loadedGateway(env)
-      .routes.edge(edgeId)
-      ?.routes.find((route) => route.id === routeId)
-      ?.policy();
-    if (!policy?.ok) return undefined;
-    const entries = [...policy.policy.inbound, ...policy.policy.outbound];
-    return entries.flatMap((entry) => entry.actions.map(limitsOf)).find((limits) => limits?.name === action);
+  rateLimits: {
+    action(env, edgeId, routeId, action) {
+      const policy = loadedGateway(env)
+        .routes.edge(edgeId)
+        ?.routes.find((route) => route.id === routeId)
+        ?.policy();
+      if (!policy?.ok) return undefined;
+      const entries = [...policy.policy.inbound, ...policy.policy.outbound];
+      return entries.flatMap((entry) => entry.actions.map(limitsOf)).find((limits) => limits?.name === action);
+    },
+    // The pipeline named the ingress of the request that brought this call a moment ago, from its request.cf.
+    ingress: (env, request) => settingsOf(env).ingressId || runtime.buckets.ingress.of(() => ingressId(env, request)),
   },
 });
 

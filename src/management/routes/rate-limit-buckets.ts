@@ -8,7 +8,6 @@
 import { OpenAPIHono, createRoute, z } from "@hono/zod-openapi";
 import type { Env } from "../../env.ts";
 import { ErrorCode, ServiceError } from "../../errors.ts";
-import { ingressId } from "../../ingress.ts";
 import { bucketId } from "../../limiter/bucket-id.ts";
 import type { WindowReading } from "../../limiter/bucket-readback.ts";
 import { shardName } from "../../limiter/bucket-shards.ts";
@@ -22,8 +21,16 @@ import { findEdgeRoute } from "../edge-routes.ts";
 import { errorResponses, operation } from "../operation.ts";
 import { text } from "../text.ts";
 
-/** The rate-limit action named `action` of a route of policies/gateway.yaml; worker.ts supplies it from the gateway. */
-export type RateLimitDirectory = (env: Env, edgeId: string, routeId: string, action: string) => ActionLimits | undefined;
+/** What the read-back needs from the gateway; worker.ts supplies it. */
+export interface RateLimitDirectory {
+  /** The rate-limit action named `action` of a route of policies/gateway.yaml. */
+  action(env: Env, edgeId: string, routeId: string, action: string): ActionLimits | undefined;
+  /**
+   * The ingress instance counting this call's buckets, as the gateway named it for the request that brought the
+   * call (the request handed to the API is a copy without `request.cf`).
+   */
+  ingress(env: Env, request: Request): string;
+}
 
 const routeParams = z.object({
   edge_id: text().openapi({ param: { name: "edge_id", in: "path" }, description: "Edge id from policies/gateway.yaml." }),
@@ -93,7 +100,7 @@ export function rateLimitBucketsRouter(directory: RateLimitDirectory): OpenAPIHo
       const parts = c.req.queries("bucket_key") ?? [];
       const query = validate(querySchema, { action: c.req.query("action"), bucket_key: parts[0], tier: c.req.query("tier") });
       for (const [index, part] of parts.entries()) validate(querySchema.shape.bucket_key, part, [`bucket_key[${index}]`]);
-      const limits = directory(c.env, edgeId, routeId, query.action);
+      const limits = directory.action(c.env, edgeId, routeId, query.action);
       if (!limits) {
         throw notFound(`The route '${routeId}' of edge '${edgeId}' has no rate-limit action named '${query.action.slice(0, 100)}'.`, {
           edge_id: edgeId,
@@ -117,7 +124,7 @@ export function rateLimitBucketsRouter(directory: RateLimitDirectory): OpenAPIHo
       const plan = limits.plans[tier]!;
       const rules = override ? override.windows : plan.rules;
       const labels = override ? override.labels : plan.windows.map((window) => window.label);
-      const ingress = limits.global ? null : ingressId(c.env, c.req.raw);
+      const ingress = limits.global ? null : directory.ingress(c.env, c.req.raw);
       const name = { ingress, scope, action: limits.name, key: JSON.stringify(parts) };
       const id = await bucketId(name);
       const store = c.env.RATE_LIMITER.get(c.env.RATE_LIMITER.idFromName(shardName(name, id)));
