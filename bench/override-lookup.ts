@@ -2,7 +2,7 @@
  * What rate-limit overrides cost on the default path (an account with none): a rate-limit action's run through
  * the policy engine with the overrides service wired, against the same run without it, side by side in one
  * process. The counter answers at once (no object call), so the ratio is the action's own overhead at its most
- * visible; through the real gateway the object call or the lease dominates. Usage: npx tsx bench/override-lookup.ts
+ * visible; through the real gateway the object call or the lease dominates. Usage: npm run bench:overrides
  */
 
 import { OverrideCache } from "../src/limiter/override-cache.ts";
