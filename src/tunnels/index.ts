@@ -1,7 +1,6 @@
 /** Tunnels: the Durable Objects the Worker exports and the dispatch it calls. */
 
 export { routeTunnelTraffic } from "./dispatch.ts";
-export { normalizeDomain } from "./hostnames.ts";
 export { HostCache } from "./host-cache.ts";
 export { CompiledPolicyCache } from "./policy-cache.ts";
 export type { TunnelServices } from "./services.ts";
