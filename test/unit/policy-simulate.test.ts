@@ -1,13 +1,15 @@
 /** Simulating a candidate policy: the engine's own decisions over a request list, at a simulated clock, against fresh buckets. */
 
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import {
   MAX_SIMULATED_BODY_CHARS,
   MAX_SIMULATED_HEADER_CHARS,
   MAX_SIMULATED_HEADERS,
   MAX_SIMULATED_POLICY_CHARS,
   MAX_SIMULATED_REQUESTS,
+  MAX_SIMULATION_ACTIONS,
   MAX_SIMULATION_CEL_WORK,
+  MAX_SIMULATION_EXPRESSIONS,
   simulatePolicy,
   type SimulationResult,
 } from "../../src/policy/simulate/index.ts";
@@ -112,6 +114,21 @@ describe("simulating a candidate policy", () => {
     ]);
   });
 
+  it("a response body is read once for every settle that reads it, as the gateway reads it", async () => {
+    const actions = Array.from(
+      { length: 16 },
+      (_, i) => `      - { type: rate-limit, config: { name: t${i}, capacity: 100, rate: 60s, cost: 10, settle_cost: 'int(res.body.used)' } }`,
+    );
+    const policy = ["inbound:", "  - actions:", ...actions].join("\n");
+    const body = JSON.stringify({ used: 30, padding: "p".repeat(1000) });
+    const response = { status: 200, headers: { "content-type": "application/json" }, body };
+    const parse = vi.spyOn(JSON, "parse");
+    const decisions = decided(await simulatePolicy({ policy, requests: [get(0, "", { response }), get(1, "")] }, { now }));
+    expect(parse.mock.calls.filter(([text]) => text === body)).toHaveLength(1);
+    // Every bucket settled to 30: the next request finds 70 of 100 in each.
+    expect(decisions[1]!.actions.map((action) => action.rate_limit?.remaining)).toEqual(actions.map(() => 60));
+  });
+
   it("actions that would reach outside are not run, say so, and the request goes on", async () => {
     const policy = ["inbound:", "  - actions:", "      - type: forward-internal", "        config: { url: 'https://api.internal' }", "      - type: deny"].join(
       "\n",
@@ -209,5 +226,40 @@ describe("the bounds of a simulation", () => {
     expect(result.stopped?.reason).toContain(`more than ${MAX_SIMULATION_CEL_WORK} units of CEL work`);
     expect(result.decisions.length).toBe(result.stopped!.at);
     expect(result.decisions.length).toBeLessThan(MAX_SIMULATED_REQUESTS);
+  });
+
+  it(`stops, and says where, once the requests have run more than ${MAX_SIMULATION_ACTIONS} actions together`, async () => {
+    // Sixteen buckets a request from an IPv6 client: each action parses the address for its bucket key, work no
+    // CEL budget meters, so without this bound a body within the management API's 64 KiB ran 16,000 of them.
+    const policy = [
+      "inbound:",
+      "  - actions:",
+      ...Array.from({ length: 16 }, (_, i) => `      - { type: rate-limit, config: { name: r${i}, capacity: 100000, rate: 60s } }`),
+    ].join("\n");
+    const requests = Array.from({ length: MAX_SIMULATED_REQUESTS }, (_, i) => get(i, "2001:db8::1"));
+    const result = await simulatePolicy({ policy, requests }, { now });
+    if (!result.ok) throw new Error(JSON.stringify(result.issues));
+    const at = MAX_SIMULATION_ACTIONS / 16 + 1;
+    expect(result.stopped).toEqual({
+      at,
+      reason: `not run from request ${at} on: the requests before it ran more than ${MAX_SIMULATION_ACTIONS} actions together`,
+    });
+    expect(result.decisions).toHaveLength(at);
+  });
+
+  it(`stops, and says where, once the requests have evaluated more than ${MAX_SIMULATION_EXPRESSIONS} expressions together`, async () => {
+    // 16 entries of 16 cheap expressions, the last false: 256 evaluations a request that match nothing and
+    // spend almost no CEL work, yet cost their evaluation each.
+    const expressions = [...Array.from({ length: 15 }, () => `'req.method!="X"'`), `'req.method=="X"'`].join(", ");
+    const policy = ["inbound:", ...Array.from({ length: 16 }, () => `  - expressions: [${expressions}]\n    actions: [{ type: deny }]`)].join("\n");
+    const requests = Array.from({ length: MAX_SIMULATED_REQUESTS }, (_, i) => get(i));
+    const result = await simulatePolicy({ policy, requests }, { now });
+    if (!result.ok) throw new Error(JSON.stringify(result.issues));
+    const at = MAX_SIMULATION_EXPRESSIONS / 256 + 1;
+    expect(result.stopped).toEqual({
+      at,
+      reason: `not run from request ${at} on: the requests before it evaluated more than ${MAX_SIMULATION_EXPRESSIONS} expressions together`,
+    });
+    expect(result.decisions.every((decision) => decision.matched.length === 0)).toBe(true);
   });
 });

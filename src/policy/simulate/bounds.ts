@@ -27,5 +27,12 @@ export const MAX_SIMULATED_OFFSET_MS = 31 * 24 * 3_600_000;
  */
 export const MAX_SIMULATION_CEL_WORK = 16 * 1024 * 1024;
 export const MAX_SIMULATION_REGEX_WORK = 8 * 1024 * 1024;
+/**
+ * Actions run and expressions evaluated, all requests together. Their work is mostly not CEL work (an action
+ * parses the client address for its bucket key, builds its answer; an evaluation has its fixed cost), so the CEL
+ * total does not bound it; once either count passes, the rest are not run.
+ */
+export const MAX_SIMULATION_ACTIONS = 4096;
+export const MAX_SIMULATION_EXPRESSIONS = 32 * 1024;
 /** Entries matched plus actions traced, all requests together: what the answer may list before the rest are not run. */
 export const MAX_SIMULATION_TRACE_RECORDS = 20_000;

@@ -15,7 +15,13 @@ import { withRateLimitFields } from "../rate-limit-fields.ts";
 import { readSource } from "../source.ts";
 import { isJsonContentType, jsonBodyValue, MAX_SETTLE_BODY_BYTES } from "../variables/response-body.ts";
 import { fromZodIssues } from "../zod-issues.ts";
-import { MAX_SIMULATION_CEL_WORK, MAX_SIMULATION_REGEX_WORK, MAX_SIMULATION_TRACE_RECORDS } from "./bounds.ts";
+import {
+  MAX_SIMULATION_ACTIONS,
+  MAX_SIMULATION_CEL_WORK,
+  MAX_SIMULATION_EXPRESSIONS,
+  MAX_SIMULATION_REGEX_WORK,
+  MAX_SIMULATION_TRACE_RECORDS,
+} from "./bounds.ts";
 import { type SimulatedRequest, simulationInputSchema } from "./input.ts";
 import { MemoryCounter } from "./memory-counter.ts";
 import { type ActionTrace, type EntryMatch, type TraceSink, tracedPolicy } from "./traced-policy.ts";
@@ -104,21 +110,17 @@ export async function simulatePolicy(value: unknown, options: SimulateOptions = 
   let cel = 0;
   let regex = 0;
   let records = 0;
+  let actions = 0;
+  let evaluations = 0;
   for (const [index, request] of input.requests.entries()) {
-    const stop =
-      cel > MAX_SIMULATION_CEL_WORK
-        ? `the requests before it used more than ${MAX_SIMULATION_CEL_WORK} units of CEL work together`
-        : regex > MAX_SIMULATION_REGEX_WORK
-          ? `the requests before it used more than ${MAX_SIMULATION_REGEX_WORK} units of regex work together`
-          : records > MAX_SIMULATION_TRACE_RECORDS
-            ? `the decisions before it list more than ${MAX_SIMULATION_TRACE_RECORDS} entries and actions`
-            : undefined;
+    const stop = stopReason(cel, regex, actions, evaluations, records);
     if (stop) return { ok: true, decisions, stopped: { at: index, reason: `not run from request ${index} on: ${stop}` }, buckets: counter.buckets };
     at = start + request.at_ms;
     const decision: SimulatedDecision = { index, matched: [], actions: [], expression_errors: [], status: null, answered_by: "upstream", headers: {} };
     current = {
       decision,
       lastRateLimit: undefined,
+      evaluated: () => evaluations++,
       matched: (match) => decision.matched.push(match),
       action: (trace) => decision.actions.push(trace),
     };
@@ -126,10 +128,21 @@ export async function simulatePolicy(value: unknown, options: SimulateOptions = 
     await runOne(request, policy, services, log, budget, decision);
     cel += budget.cel;
     regex += budget.regex;
+    actions += decision.actions.length;
     records += decision.matched.length + decision.actions.length + decision.expression_errors.length;
     decisions.push(decision);
   }
   return { ok: true, decisions, buckets: counter.buckets };
+}
+
+/** Why the next request is not run: the requests before it went past one of the simulation's work bounds. */
+function stopReason(cel: number, regex: number, actions: number, evaluations: number, records: number): string | undefined {
+  if (cel > MAX_SIMULATION_CEL_WORK) return `the requests before it used more than ${MAX_SIMULATION_CEL_WORK} units of CEL work together`;
+  if (regex > MAX_SIMULATION_REGEX_WORK) return `the requests before it used more than ${MAX_SIMULATION_REGEX_WORK} units of regex work together`;
+  if (actions > MAX_SIMULATION_ACTIONS) return `the requests before it ran more than ${MAX_SIMULATION_ACTIONS} actions together`;
+  if (evaluations > MAX_SIMULATION_EXPRESSIONS) return `the requests before it evaluated more than ${MAX_SIMULATION_EXPRESSIONS} expressions together`;
+  if (records > MAX_SIMULATION_TRACE_RECORDS) return `the decisions before it list more than ${MAX_SIMULATION_TRACE_RECORDS} entries and actions`;
+  return undefined;
 }
 
 async function runOne(
@@ -169,9 +182,11 @@ async function runOne(
     return;
   }
   const headers = new Headers(given.headers ?? []);
+  // Read once for every settle that reads it, as the gateway does (a body parsed per settle was work × settles).
+  let body: { value: unknown } | undefined;
   for (const settle of exchange.settles ?? []) {
-    const body = settle.readsBody ? settleBody(given.body, headers) : undefined;
-    await settle.settle({ status: given.status, headers }, body);
+    if (settle.readsBody) body ??= { value: settleBody(given.body, headers) };
+    await settle.settle({ status: given.status, headers }, settle.readsBody ? body?.value : undefined);
   }
   exchange.response = { status: given.status, headers: new Headers(headers) };
   const replaced = await runPhase(policy.outbound, exchange, services, log);

@@ -5,6 +5,7 @@
  */
 
 import type { CompiledAction } from "../actions/index.ts";
+import type { CompiledExpression } from "../cel.ts";
 import type { CompiledEntry, CompiledPolicy } from "../compile.ts";
 import type { ActionServices, Exchange, Phase, RateLimitEvent } from "../exchange.ts";
 import { PHASE_KEYS } from "../schema.ts";
@@ -52,6 +53,8 @@ export interface EntryMatch {
 
 /** Where the current request's records go; replaced per request by the simulation. */
 export interface TraceSink {
+  /** An expression of an entry was evaluated (whatever it gave). */
+  evaluated(): void;
   matched(match: EntryMatch): void;
   action(trace: ActionTrace): void;
   /** The rate-limit event of the action running now (the DecisionSink hands it here). */
@@ -142,13 +145,28 @@ function traced(
   };
 }
 
-/** `policy` with every action traced into `sink()` (the current request's); `document` is the value it was compiled from. */
+/** `expression`, counting its evaluations into `sink()`. */
+function counted(expression: CompiledExpression, sink: () => TraceSink): CompiledExpression {
+  return {
+    source: expression.source,
+    patterns: expression.patterns,
+    evaluate(exchange, bindings) {
+      sink().evaluated();
+      return expression.evaluate(exchange, bindings);
+    },
+  };
+}
+
+/**
+ * `policy` with every action traced and every expression evaluation counted into `sink()` (the current
+ * request's); `document` is the value it was compiled from.
+ */
 export function tracedPolicy(policy: CompiledPolicy, document: unknown, sink: () => TraceSink): CompiledPolicy {
   const phase = (name: Phase): CompiledEntry[] => {
     const fromDocument = documentActions(document, name);
     return policy[name].map((entry, entryIndex) => ({
       name: entry.name,
-      expressions: entry.expressions,
+      expressions: entry.expressions.map((expression) => counted(expression, sink)),
       actions: entry.actions.map((action, actionIndex) => {
         const config = fromDocument[entryIndex]?.[actionIndex]?.config ?? {};
         const skip = NOT_SIMULATED[action.type]?.(config);
