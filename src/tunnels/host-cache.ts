@@ -25,6 +25,8 @@ interface Entry {
 
 export class HostCache {
   private readonly entries = new Map<string, Entry>();
+  /** Remembered tunnels' accounts, by tunnel id: whose rate-limit overrides apply to a tunnel's buckets. */
+  private readonly accounts = new Map<string, string>();
   private readonly now: () => number;
   private readonly maxBytes: number;
   private bytes = 0;
@@ -42,6 +44,14 @@ export class HostCache {
   get(label: string): readonly HostClaim[] | undefined {
     const entry = this.entries.get(label);
     return entry && entry.until > this.now() ? entry.members : undefined;
+  }
+
+  /**
+   * The account of tunnel `tunnelId` while one of its hosts is remembered here (stale or not): a tunnel's policy
+   * runs right after its host was resolved, which remembers it. Undefined once forgotten.
+   */
+  accountOf(tunnelId: string): string | undefined {
+    return this.accounts.get(tunnelId);
   }
 
   /** The id of the session serving `label` under `claim`, made once per remembered claim. */
@@ -62,6 +72,7 @@ export class HostCache {
     while (this.bytes + bytes > this.maxBytes) this.forget(this.entries.keys().next().value!);
     this.entries.set(label, { members, sessionIds: new Map(), until: this.now() + HOST_CACHE_MS, bytes });
     this.bytes += bytes;
+    for (const claim of members) this.accounts.set(claim.tunnelId, claim.accountId);
   }
 
   /**
@@ -75,6 +86,7 @@ export class HostCache {
     if (rest.length === entry.members.length) return;
     if (rest.length === 0) return this.forget(label);
     entry.sessionIds.delete(tunnelId);
+    this.accounts.delete(tunnelId);
     this.entries.set(label, { ...entry, members: rest });
   }
 
@@ -83,5 +95,6 @@ export class HostCache {
     if (!entry) return;
     this.entries.delete(label);
     this.bytes -= entry.bytes;
+    for (const claim of entry.members) this.accounts.delete(claim.tunnelId);
   }
 }

@@ -70,4 +70,20 @@ describe("the isolate's host cache", () => {
     expect(hosts.sessionId("pool", members[0], make)).toBe(first);
     expect(made).toBe(2);
   });
+
+  it("knows a remembered tunnel's account, stale or not, until its host or the member is forgotten", () => {
+    let now = 0;
+    const hosts = new HostCache({ now: () => now });
+    hosts.remember("shop", [claim("tn_1"), { ...claim("tn_2"), accountId: "acct_b" }]);
+    now = HOST_CACHE_MS * 10;
+    expect(hosts.accountOf("tn_1")).toBe("acct_a");
+    expect(hosts.accountOf("tn_2")).toBe("acct_b");
+    hosts.forgetMember("shop", "tn_2");
+    expect(hosts.accountOf("tn_2")).toBeUndefined();
+    hosts.remember("shop", [claim("tn_3")]);
+    expect(hosts.accountOf("tn_1")).toBeUndefined();
+    expect(hosts.accountOf("tn_3")).toBe("acct_a");
+    hosts.forget("shop");
+    expect(hosts.accountOf("tn_3")).toBeUndefined();
+  });
 });
