@@ -1,4 +1,5 @@
 import fc from "fast-check";
+import { dataFrame } from "../shared/frames.ts";
 import { describe, expect, it } from "vitest";
 import { StreamCore, MAX_STREAM_WINDOW } from "../../src/relay/stream-core.ts";
 import { LARGE_DATA_CHUNK, MAX_DATA_CHUNK, MAX_RESET_MESSAGE, payloadSchemas, type FrameOf } from "../../src/relay/index.ts";
@@ -11,7 +12,7 @@ function receiver(window: number, headFirst = false) {
   return { core, body: () => Buffer.concat(delivered), ends: () => ends, deliveredBytes: () => delivered.reduce((sum, bytes) => sum + bytes.byteLength, 0) };
 }
 
-const data = (seq: number, length: number): FrameOf<"data"> => ({ type: "data", stream: 1, seq, bytes: new Uint8Array(length).fill(seq % 251) });
+const data = (seq: number, length: number): FrameOf<"data"> => dataFrame(1, seq, length);
 
 describe("stream core: a sender and a receiver over a channel that reorders", () => {
   it("any interleaving of frames sized by nextFrameSize is accepted, never sticks, and delivers the body in order, once", () => {

@@ -1,10 +1,11 @@
 import fc from "fast-check";
+import { dataFrame } from "../shared/frames.ts";
 import { describe, expect, it } from "vitest";
 import { MAX_DATA_CHUNK, type FrameOf } from "../../src/relay/index.ts";
 import { StreamCore } from "../../src/relay/stream-core.ts";
 import { SESSION_BOOST_BUDGET, STREAM_WINDOW_BOOST, WindowBudget } from "../../src/relay/window-budget.ts";
 
-const data = (seq: number, length: number): FrameOf<"data"> => ({ type: "data", stream: 1, seq, bytes: new Uint8Array(length) });
+const data = (seq: number, length: number): FrameOf<"data"> => dataFrame(1, seq, length);
 
 describe("window budget: the boosts of a session's streams", () => {
   it("never hands out more than the budget in all, nor more than the per-stream boost to one, whatever the order of takes and gives", () => {
