@@ -200,6 +200,11 @@ export interface ActionServices {
   readonly breakers?: CircuitBreakers;
   /** Limits set through the management API instead of a rate-limit action's own; absent (tools, tests): none. */
   readonly overrides?: LimitOverrides;
+  /**
+   * The time the request is decided at, for what actions read of the calendar (a month window's length);
+   * absent: the wall clock. A policy simulation passes its simulated clock.
+   */
+  readonly now?: () => number;
 }
 
 /** Where failed `${…}` interpolations are reported, at a bounded rate (ExpressionErrorLog is one). */

@@ -82,6 +82,17 @@ describe("simulating a candidate policy", () => {
     expect(decisions.map((d) => d.actions[0]?.outcome)).toEqual(["allowed", undefined, "allowed"]);
   });
 
+  it("a month window is as long as the simulated month, whatever month the wall clock is in", async () => {
+    const policy = "inbound:\n  - actions: [{ type: rate-limit, config: { name: m, windows: [{ capacity: 1, period: month }], ratelimit_headers: true } }]";
+    const month = async (start: string) => {
+      const [decision] = decided(await simulatePolicy({ policy, start, requests: [get(0)] }, { now }));
+      return [decision!.headers["ratelimit-policy"], decision!.actions[0]!.rate_limit!.window_s];
+    };
+    // One of the two differs from any wall-clock month: both are right only if the simulated time is read.
+    expect(await month("2025-02-10T00:00:00Z")).toEqual(['"m";q=1;w=2419200', 2_419_200]);
+    expect(await month("2025-01-10T00:00:00Z")).toEqual(['"m";q=1;w=2678400', 2_678_400]);
+  });
+
   it("the response phase runs on the response given, and a settle charges what the body reports", async () => {
     const policy = [
       "inbound:",

@@ -199,7 +199,7 @@ export const rateLimitAction = defineAction({
     const fixedCost = "fixed" in cost ? cost.fixed : 1;
     const action: CompiledAction = {
       type: "rate-limit",
-      async run(exchange, { counter, decisions, overrides }) {
+      async run(exchange, { counter, decisions, overrides, now: clock = Date.now }) {
         const keyValue = keyOf(exchange);
         const key = keyValue.shown;
         const vars = exchange.vars.rate_limit;
@@ -236,7 +236,7 @@ export const rateLimitAction = defineAction({
         if (settle) awaitSettle(settle, exchange, result);
         const reported = result.ok && result.decision.windows ? closestToLimit(result.decision.windows) : 0;
         const window = plan.windows[reported]!;
-        const now = Date.now();
+        const now = clock();
         const event = (outcome: RateLimitOutcome, remaining: number, retryAfter: number, errorCode = ""): RateLimitEvent => ({
           scope: exchange.scope,
           action: name,

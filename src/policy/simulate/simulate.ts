@@ -96,6 +96,7 @@ export async function simulatePolicy(value: unknown, options: SimulateOptions = 
   }
   const services: ActionServices = {
     counter,
+    now: () => at,
     decisions: { rateLimit: (event) => (current.lastRateLimit = event), log: () => {} },
     interpolationErrors: { interpolationError: () => {} },
   };
