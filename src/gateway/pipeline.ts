@@ -135,7 +135,11 @@ export async function runThroughPolicy(
 
   const rejected = await runPhase(target.policy.inbound, exchange, services, isolate.expressionErrors);
   // A forward-internal's answer stands for the upstream's: the outbound policy runs on it (as on ngrok).
-  if (rejected && rejected !== forwarded) return withRateLimitFields(rejected, exchange);
+  if (rejected && rejected !== forwarded) {
+    const answer = withRateLimitFields(rejected, exchange);
+    target.answeredItself?.(answer, exchange);
+    return answer;
+  }
   // Costs the response settles (rate-limit's settle_cost) start on the target's answer, as it came.
   let answered: Response;
   try {

@@ -12,6 +12,8 @@ export interface PolicyTarget {
   forward(request: Request, exchange: Exchange): Promise<Response>;
   /** The targets this one's `forward-internal` actions may reach (its owner's); absent: none. */
   readonly internal?: InternalTargets;
+  /** Told when the inbound policy answered the request itself (the target was not called), with that answer. */
+  answeredItself?(response: Response, exchange: Exchange): void;
 }
 
 /** Finds a target of one owner by internal URL (`https://api.internal`), for forward-internal. */

@@ -2,6 +2,7 @@
 
 import { z } from "zod";
 import { closeReasonFits, MAX_CLOSE_REASON_BYTES } from "../close-reason.ts";
+import { carriedRateLimitsSchema, EDGE_DECISIONS_VERSION, edgeDecisionSchema } from "./edge-decision.ts";
 import { BODY_CHANNEL_MIN_BYTES, LARGE_DATA_CHUNK, MAX_DATA_CHUNK, MAX_RESET_MESSAGE } from "./protocol.ts";
 
 const headerList = z.array(z.tuple([z.string().min(1).max(256), z.string().max(16 * 1024)])).max(512);
@@ -16,6 +17,8 @@ export const payloadSchemas = {
     os: z.string().max(64).optional(),
     /** Largest data frame body the agent takes from the edge; absent (an older agent): MAX_DATA_CHUNK. */
     max_data_chunk: z.number().int().min(MAX_DATA_CHUNK).max(LARGE_DATA_CHUNK).optional(),
+    /** The edge_decision frame version the agent takes; absent (an older agent): the edge sends none. */
+    edge_decisions: z.literal(EDGE_DECISIONS_VERSION).optional(),
   }),
   welcome: z.object({
     session_id: z.string(),
@@ -85,7 +88,11 @@ export const payloadSchemas = {
     scheme: z.string().max(8),
     /** Set when the public client asks for a WebSocket: the agent opens one to the local service. */
     upgrade: z.literal("websocket").optional(),
+    /** The rate limits the edge's policy counted this request against (an older agent drops the field). */
+    decisions: carriedRateLimitsSchema.optional(),
   }),
+  /** A request to one of the session's tunnels that the edge answered itself (edge-decision.ts). */
+  edge_decision: edgeDecisionSchema,
   response_head: z.object({
     status: z.number().int().min(100).max(599),
     status_text: z.string().max(256).optional(),
@@ -131,7 +138,9 @@ export const FAST_PAYLOADS: Partial<{ [K in keyof Payloads]: (value: unknown) =>
   },
   request_head(value) {
     if (typeof value !== "object" || value === null) return undefined;
-    const { tunnel_id, method, target, headers, client_addr, scheme, upgrade } = value as Record<string, unknown>;
+    const { tunnel_id, method, target, headers, client_addr, scheme, upgrade, decisions } = value as Record<string, unknown>;
+    // carried decisions are checked by the schema (rarer, and each field bounded)
+    if (decisions !== undefined) return undefined;
     if (typeof tunnel_id !== "string" || !isString(method, 1, 32) || !isString(target, 1, 16 * 1024) || !isHeaderList(headers)) return undefined;
     if (!isString(client_addr, 0, 64) || !isString(scheme, 0, 8) || (upgrade !== undefined && upgrade !== "websocket")) return undefined;
     const head = { tunnel_id, method, target, headers, client_addr, scheme };
@@ -146,7 +155,8 @@ export type SessionFrame =
   | ({ type: "tunnel_started" } & Payloads["tunnel_started"])
   | ({ type: "tunnel_failed" } & Payloads["tunnel_failed"])
   | ({ type: "stop_tunnel" } & Payloads["stop_tunnel"])
-  | ({ type: "tunnel_stopped" } & Payloads["tunnel_stopped"]);
+  | ({ type: "tunnel_stopped" } & Payloads["tunnel_stopped"])
+  | ({ type: "edge_decision" } & Payloads["edge_decision"]);
 
 export type StreamFrame =
   | ({ type: "request_head"; stream: number } & Payloads["request_head"])

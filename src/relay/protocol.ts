@@ -12,7 +12,8 @@
  *              for `end` a u32 count of the data frames sent; for `window` a u32 increment
  *
  * Session frames (stream 0): hello → welcome; start_tunnel → tunnel_started | tunnel_failed;
- * stop_tunnel → tunnel_stopped (the edge may also send tunnel_stopped on its own).
+ * stop_tunnel → tunnel_stopped (the edge may also send tunnel_stopped on its own); edge_decision (edge → agent,
+ * to agents that asked in hello): a request the edge's policy answered itself, at a bounded rate.
  * Stream frames: the edge opens a stream with request_head; request body as data… end; the agent answers
  * response_head, data… end; either side may reset. Flow control is per stream and per direction: a sender
  * may have at most INITIAL_STREAM_WINDOW unacknowledged body bytes, plus whatever `window` frames granted;
@@ -95,6 +96,8 @@ export const FRAME_TYPES = {
   tunnel_failed: 5,
   stop_tunnel: 6,
   tunnel_stopped: 7,
+  /** Edge → agent, only to an agent whose hello named EDGE_DECISIONS_VERSION (edge-decision.ts). */
+  edge_decision: 8,
   request_head: 16,
   response_head: 17,
   data: 18,

@@ -6,6 +6,7 @@
 
 import { ErrorCode, ServiceError } from "../errors.ts";
 import { compilePolicy, emptyPolicy, type CompiledPolicy } from "../policy/compile.ts";
+import { DecisionTrails } from "./decision-trails.ts";
 import { formatIssue } from "../policy/issues.ts";
 
 /** What the cache may hold, estimated (an isolate has 128 MB). */
@@ -29,7 +30,15 @@ export class CompiledPolicyCache {
   private readonly entries = new Map<string, Cached>();
   private total = 0;
 
-  constructor(private readonly maxBytes: number = MAX_CACHED_POLICY_BYTES) {}
+  /** What the cached policies' inbound actions decided per request in flight, for the tunnels' agents. */
+  readonly trails: DecisionTrails;
+
+  constructor(
+    private readonly maxBytes: number = MAX_CACHED_POLICY_BYTES,
+    now: () => number = Date.now,
+  ) {
+    this.trails = new DecisionTrails(now);
+  }
 
   /** Estimated bytes held now. */
   get bytes(): number {
@@ -48,7 +57,8 @@ export class CompiledPolicyCache {
       this.entries.set(tunnelId, hit);
       return hit.policy;
     }
-    const cached = compileForCache(document);
+    const compiled = compileForCache(document);
+    const cached = compiled.policy instanceof ServiceError ? compiled : { ...compiled, policy: this.trails.wrap(compiled.policy) };
     this.entries.set(tunnelId, cached);
     this.total += cached.bytes;
     for (const [key, entry] of this.entries) {

@@ -4,6 +4,7 @@
  */
 
 import { HOP_BY_HOP_HEADERS } from "../relay/http-semantics.ts";
+import type { CarriedRateLimit } from "../relay/edge-decision.ts";
 import type { FrameOf } from "../relay/frames.ts";
 
 export interface RelayRequest {
@@ -19,6 +20,8 @@ export interface RelayRequest {
   readonly body: ReadableStream<Uint8Array> | null;
   /** The public client asks for a WebSocket. */
   readonly upgrade?: boolean;
+  /** The rate limits the tunnel's policy counted the request against, for the agent's inspector. */
+  readonly decisions?: readonly CarriedRateLimit[];
 }
 
 /**
@@ -68,5 +71,6 @@ export function requestHead(id: number, request: RelayRequest): FrameOf<"request
     client_addr: request.clientAddr,
     scheme: request.scheme,
     ...(request.upgrade ? { upgrade: "websocket" as const } : {}),
+    ...(request.decisions ? { decisions: [...request.decisions] } : {}),
   };
 }

@@ -12,6 +12,7 @@ import { ServiceError } from "../errors.ts";
 import { BODY_LENGTH_HEADER, BODY_PATH, bearerToken, newBodyToken, tokensMatch } from "./body-channel.ts";
 import { settingsOf } from "../settings.ts";
 import { EdgeStreams } from "./edge-streams.ts";
+import { carriedDecisionsOf, DECISION_PATH, SessionDecisions } from "./session-decisions.ts";
 import { TunnelErrorCode } from "./errors.ts";
 import { FrameOutbox } from "./framing.ts";
 import {
@@ -47,6 +48,7 @@ export class TunnelSession extends DurableObject<Env> {
   private readonly tunnels: SessionTunnels;
   /** What public clients get when a request cannot be relayed: a page for a browser, JSON for the rest. */
   private readonly failures = new PublicFailures();
+  private readonly decisions = new SessionDecisions();
   private lastFrameAt = 0;
   /** The agent's open socket, remembered between lookups (getWebSockets on every frame sent cost ~2 % of a relay's CPU). */
   private agentSocket: WebSocket | undefined;
@@ -89,6 +91,7 @@ export class TunnelSession extends DurableObject<Env> {
     if (url.pathname === CONNECT_PATH) return this.acceptAgent(request);
     if (url.pathname === RELAY_PATH) return this.relay(request, url);
     if (url.pathname === BODY_PATH) return this.acceptBody(request, url);
+    if (url.pathname === DECISION_PATH) return this.decisions.receive(request, this.store, (frame) => this.send(frame));
     return new Response("unknown session path", { status: 404 });
   }
 
@@ -128,7 +131,7 @@ export class TunnelSession extends DurableObject<Env> {
       case "hello": {
         const known = this.store.meta();
         if (!known) return;
-        const meta: SessionMeta = { ...known, agentMaxDataChunk: frame.max_data_chunk ?? MAX_DATA_CHUNK };
+        const meta: SessionMeta = { ...known, agentMaxDataChunk: frame.max_data_chunk ?? MAX_DATA_CHUNK, agentEdgeDecisions: frame.edge_decisions };
         this.store.saveMeta(meta);
         this.agentDataChunk = meta.agentMaxDataChunk;
         this.send({
@@ -227,6 +230,7 @@ export class TunnelSession extends DurableObject<Env> {
       host: url.searchParams.get("host") ?? "",
       body: request.body,
       upgrade: request.headers.get("upgrade")?.toLowerCase() === "websocket",
+      decisions: carriedDecisionsOf(url),
     });
     return this.failures.forClient(await opened, request);
   }

@@ -24,6 +24,8 @@ export interface SessionMeta extends SessionInfo {
   readonly connectedAt: number;
   /** Largest data frame body the agent takes: what its hello said, MAX_DATA_CHUNK when it said nothing; absent until hello. */
   readonly agentMaxDataChunk?: number;
+  /** The edge_decision version the agent's hello named; absent: it takes none (an older agent). */
+  readonly agentEdgeDecisions?: number;
   /** The token the agent's body channels carry (body-channel.ts); absent in sessions from before them. */
   readonly bodyToken?: string;
 }

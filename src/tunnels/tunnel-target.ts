@@ -10,6 +10,8 @@ import { ServiceError } from "../errors.ts";
 import { internalLabelOf } from "../policy/internal-url.ts";
 import type { InternalTargets, PolicyTarget } from "../policy/target.ts";
 import { clientRequestHeaders } from "./edge-streams.ts";
+import type { CarriedRateLimit } from "../relay/edge-decision.ts";
+import { edgeDecisionOf, sendEdgeDecision } from "./edge-decision-report.ts";
 import { tunnelNotFound } from "./errors.ts";
 import type { HostCache } from "./host-cache.ts";
 import type { HostClaim } from "./host-claims.ts";
@@ -54,6 +56,8 @@ export function tunnelTarget(
 ): PolicyTarget | ServiceError {
   const policy = services.policies.get(claim.tunnelId, claim.trafficPolicy);
   if (policy instanceof ServiceError) return policy;
+  const trails = services.policies.trails;
+  const session = () => env.TUNNEL_SESSION.get(services.hosts.sessionId(label, claim, () => env.TUNNEL_SESSION.idFromName(claim.sessionId)));
   return {
     scope: `tunnel:${claim.tunnelId}`,
     policy,
@@ -66,11 +70,11 @@ export function tunnelTarget(
       // one string, not five searchParams.set calls (each re-serializes the whole URL)
       const relay =
         `https://tunnel-session${RELAY_PATH}?tunnel=${encodeURIComponent(claim.tunnelId)}&target=${encodeURIComponent(url.pathname + url.search)}` +
-        `&client=${encodeURIComponent(exchange.clientIp)}&scheme=${encodeURIComponent(url.protocol.replace(":", ""))}&host=${encodeURIComponent(host)}`;
-      const session = env.TUNNEL_SESSION.get(services.hosts.sessionId(label, claim, () => env.TUNNEL_SESSION.idFromName(claim.sessionId)));
+        `&client=${encodeURIComponent(exchange.clientIp)}&scheme=${encodeURIComponent(url.protocol.replace(":", ""))}&host=${encodeURIComponent(host)}` +
+        carriedDecisions(trails.of(exchange)?.rateLimits);
       // the local service gets the client's Accept-Encoding, not the one the platform put in its place
       const headers = clientRequestHeaders(exchange.request.headers, original.cf);
-      const answer = await session.fetch(relay, { method: original.method, headers, body: original.body });
+      const answer = await session().fetch(relay, { method: original.method, headers, body: original.body });
       if (answer.headers.has(OFFLINE_HEADER)) {
         onOffline();
         services.hosts.forgetMember(label, claim.tunnelId);
@@ -78,7 +82,16 @@ export function tunnelTarget(
       }
       return answer;
     },
+    answeredItself(response, exchange) {
+      const decision = edgeDecisionOf(trails, claim.tunnelId, response, exchange);
+      if (decision) sendEdgeDecision(session(), decision, exchange);
+    },
   };
+}
+
+/** The rate limits a relayed request was counted against, as the relay URL's `decisions` parameter (session-object.ts reads it). */
+function carriedDecisions(rateLimits: readonly CarriedRateLimit[] | undefined): string {
+  return rateLimits && rateLimits.length > 0 ? `&decisions=${encodeURIComponent(JSON.stringify(rateLimits))}` : "";
 }
 
 /**
