@@ -16,6 +16,7 @@ import { limitsOf } from "./policy/actions/rate-limit-plan.ts";
 import { createRuntime, type RequestContext } from "./runtime.ts";
 import { SettingsError, settingsOf } from "./settings.ts";
 import { routeTunnelTraffic, type TunnelServices } from "./tunnels/index.ts";
+import { getOnlineTunnel } from "./tunnels/registry-client.ts";
 
 export { RateLimiter } from "./limiter/limiter-object.ts";
 export { CircuitBreaker } from "./breaker/breaker-object.ts";
@@ -24,13 +25,18 @@ export { TunnelHost, TunnelRegistry, TunnelSession } from "./tunnels/index.ts";
 
 /**
  * This isolate's memories, shared by its requests (workerd runs one module instance per isolate), and its copy of
- * the rate-limit overrides set through the management API: a route's are its edge owner's; tunnels have none yet.
+ * the rate-limit overrides set through the management API: a route's are its edge owner's, a tunnel's its own
+ * account's (known from its host claim, remembered when its host was resolved for the request being decided).
  */
+const isolate = createRuntime();
 const runtime = {
-  ...createRuntime(),
+  ...isolate,
   limitOverrides: overrideServices<Env>(new OverrideCache(), {
     read: (env, accountId) => accountStore(env, accountId).liveOverrides(),
-    accountOf: (env, scope) => (scope.startsWith("route:") ? edgeOwnerAccount(env) : undefined),
+    accountOf(env, scope) {
+      if (scope.startsWith("route:")) return edgeOwnerAccount(env);
+      return scope.startsWith("tunnel:") ? isolate.tunnelHosts.accountOf(scope.slice("tunnel:".length)) : undefined;
+    },
   }),
 };
 
@@ -67,6 +73,7 @@ const management = createManagementApp({
     // The pipeline named the ingress of the request that brought this call a moment ago, from its request.cf.
     ingress: (env, request) => settingsOf(env).ingressId || runtime.buckets.ingress.of(() => ingressId(env, request)),
   },
+  tunnels: { isOnline: async (env, accountId, tunnelId) => (await getOnlineTunnel(env, accountId, tunnelId)) !== undefined },
 });
 
 /** The gateway's built-in upstreams: the management API, and the route modules stored through it. */

@@ -6,7 +6,7 @@
 
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { apiKeyAuth } from "./auth.ts";
-import type { EdgeDirectory, ManagementEnv } from "./context.ts";
+import type { EdgeDirectory, ManagementEnv, TunnelDirectory } from "./context.ts";
 import { handleError, notFoundOrMethodNotAllowed, operationId, type ServedOperation } from "./error-handler.ts";
 import { serveOpenApi } from "./openapi.ts";
 import { pathPattern } from "./operation.ts";
@@ -25,13 +25,16 @@ export interface ManagementDeps {
   readonly edges: EdgeDirectory;
   /** The rate-limit actions of the routes, for reading their buckets back; absent: that endpoint is not served. */
   readonly rateLimits?: RateLimitDirectory;
+  /** The accounts' online tunnels, for rate-limit overrides of a tunnel; absent: no tunnel can be named. */
+  readonly tunnels?: TunnelDirectory;
 }
 
 /** The management API app; worker.ts builds one per isolate and serves it as the gateway's `management` upstream. */
-export function createManagementApp({ edges, rateLimits }: ManagementDeps): OpenAPIHono<ManagementEnv> {
+export function createManagementApp({ edges, rateLimits, tunnels }: ManagementDeps): OpenAPIHono<ManagementEnv> {
   const api = new OpenAPIHono<ManagementEnv>();
   api.use(async (c, next) => {
     c.set("edges", edges);
+    if (tunnels) c.set("tunnels", tunnels);
     await next();
   });
   api.use(operationId());

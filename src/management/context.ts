@@ -23,6 +23,15 @@ export interface DirectoryEdge {
   readonly routes: readonly { readonly id: string; readonly match: string }[];
 }
 
+/**
+ * The online tunnels of each account, as worker.ts supplies them from the tunnel registry, so the management
+ * layer imports no tunnel code for them.
+ */
+export interface TunnelDirectory {
+  /** True when tunnel `tunnelId` is online and belongs to `accountId` (one registry call). */
+  isOnline(env: Env, accountId: string, tunnelId: string): Promise<boolean>;
+}
+
 export interface ManagementVariables {
   /** `op_…`: names this request in logs, in the `x-operation-id` header and in error details. */
   operationId: string;
@@ -30,6 +39,8 @@ export interface ManagementVariables {
   accountId: string;
   /** The edges of policies/gateway.yaml, as worker.ts supplies them to the app. */
   edges: EdgeDirectory;
+  /** The accounts' online tunnels, as worker.ts supplies them; absent: no tunnel can be named (rate-limit overrides). */
+  tunnels?: TunnelDirectory;
 }
 
 export interface ManagementEnv {

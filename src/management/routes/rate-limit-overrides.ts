@@ -1,6 +1,7 @@
 /**
  * `/rate_limit_overrides`: limits set for one bucket key (or a `*` pattern of them) of a `rate-limit` action on a
- * route, applied by the gateway instead of the action's own within a second (src/limiter/override-cache.ts).
+ * route or of an online tunnel's policy (override-targets.ts), applied by the gateway instead of the action's own
+ * within a second (src/limiter/override-cache.ts).
  * Create, list (paginated, newest first), get, update, delete; each account sees only its own.
  */
 
@@ -11,11 +12,11 @@ import { capacitySchema, type WindowDocument, windowsSchema } from "../../policy
 import { accountStore } from "../account-store.ts";
 import { readJsonObject, validate } from "../body.ts";
 import { requestOrigin, type ManagementContext, type ManagementEnv } from "../context.ts";
-import { findEdgeRoute } from "../edge-routes.ts";
 import { errorResponses, operation } from "../operation.ts";
 import { pageLinks, pageQuerySchema, parsePageRequest } from "../pagination.ts";
 import { timestampSchema, uriSchema } from "../schemas.ts";
 import { text } from "../text.ts";
+import { scopeOfTarget, targetFields, targetOfScope, targetSchemaFields } from "./override-targets.ts";
 import { OVERRIDE_ID_PREFIX, type OverrideRecord, type OverrideRefusal } from "../store/rate-limit-overrides.ts";
 
 /** Bounds of one override (docs/security.md): key or pattern, its stars, the description, the expiry. */
@@ -48,8 +49,7 @@ const limitFields = {
 
 const createSchema = z
   .strictObject({
-    edge_id: text().openapi({ description: "Edge id from policies/gateway.yaml.", example: "edghts_local" }),
-    route_id: text().openapi({ description: "Route id of that edge.", example: "edghtsrt_demo" }),
+    ...targetFields,
     action: text({ length: { min: 1, max: MAX_ACTION_NAME_LENGTH } }).openapi({ description: "The `name` of the rate-limit action." }),
     bucket_key: bucketKey,
     ...limitFields,
@@ -66,8 +66,7 @@ const overrideSchema = z
   .object({
     id: z.string().openapi({ example: "rlo_2abcdefghijklmnopqrstuvwxyz" }),
     uri: uriSchema("Absolute URL of this override."),
-    edge_id: z.string(),
-    route_id: z.string(),
+    ...targetSchemaFields,
     action: z.string(),
     bucket_key: z.string(),
     match: z.enum(["exact", "pattern"]).openapi({ description: "`pattern` when bucket_key holds '*'." }),
@@ -117,18 +116,11 @@ function expiryOf(value: string | null | undefined, now: number): number | null 
   return ms;
 }
 
-function scopeOf(edgeId: string, routeId: string): string {
-  return `route:${edgeId}/${routeId}`;
-}
-
 function render(c: ManagementContext, record: OverrideRecord): z.output<typeof overrideSchema> {
-  const label = record.scope.slice("route:".length);
-  const slash = label.indexOf("/");
   return {
     id: record.id,
     uri: `${requestOrigin(c)}${PATH}/${record.id}`,
-    edge_id: label.slice(0, slash),
-    route_id: label.slice(slash + 1),
+    ...targetOfScope(record.scope),
     action: record.action,
     bucket_key: record.bucket_key,
     match: record.bucket_key.includes("*") ? "pattern" : "exact",
@@ -163,7 +155,7 @@ operation(
   createRoute({
     method: "post",
     path: PATH,
-    summary: "Override the limits of one bucket key (or pattern) of a rate-limit action on a route",
+    summary: "Override the limits of one bucket key (or pattern) of a rate-limit action on a route or a tunnel",
     tags,
     request: { body: { required: true, ...json(createSchema) } },
     responses: { 201: { description: "Created; applied to live traffic within a second.", ...json(overrideSchema) }, ...errorResponses(404, 415) },
@@ -172,9 +164,9 @@ operation(
     const body = validate(createSchema, await readJsonObject(c));
     const windows = windowsOf(body, true)!;
     const expires = expiryOf(body.expires_at, Date.now()) ?? null;
-    findEdgeRoute(c.get("edges"), c.env, c.get("accountId"), body.edge_id, body.route_id);
+    const scope = await scopeOfTarget(c.env, c.get("accountId"), c.get("edges"), c.get("tunnels"), body);
     const created = await store(c).createOverride({
-      scope: scopeOf(body.edge_id, body.route_id),
+      scope,
       action: body.action,
       bucket_key: body.bucket_key,
       windows,
@@ -227,7 +219,8 @@ operation(
     method: "patch",
     path: `${PATH}/{id}`,
     summary: "Change an override's limits, expiry or description",
-    description: "The target (edge, route, action, bucket_key) is fixed: delete and create to move an override. `expires_at: null` removes the expiry.",
+    description:
+      "The target (edge and route or tunnel, action, bucket_key) is fixed: delete and create to move an override. `expires_at: null` removes the expiry.",
     tags,
     request: { params: idParams, body: { required: true, ...json(updateSchema) } },
     responses: { 200: { description: "The updated override.", ...json(overrideSchema) }, ...errorResponses(404, 415) },
