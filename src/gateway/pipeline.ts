@@ -6,18 +6,9 @@ import { ErrorCode, ServiceError } from "../errors.ts";
 import { EvaluationBudget } from "../policy/evaluation-budget.ts";
 import { runPhase, type EvaluationLog } from "../policy/evaluate.ts";
 import { initialVars } from "../policy/actions/index.ts";
-import type {
-  ActionServices,
-  AfterResponse,
-  ConnectionFacts,
-  Exchange,
-  ExchangeRequest,
-  InterpolationLog,
-  InternalForwardResult,
-} from "../policy/exchange.ts";
+import type { ActionServices, AfterResponse, ConnectionFacts, Exchange, InterpolationLog, InternalForwardResult } from "../policy/exchange.ts";
 import { ForwardChain, internalTargetNotFound } from "../policy/forward-chain.ts";
 import { isInternalHost } from "../policy/internal-url.ts";
-import { RequestBody } from "../policy/request-body.ts";
 import type { InternalTargets, PolicyTarget } from "../policy/target.ts";
 import type { IsolateBuckets } from "../limiter/isolate-buckets.ts";
 import { ingressId } from "../ingress.ts";
@@ -29,6 +20,7 @@ import type { Route } from "./gateway-config.ts";
 import { policyLoadError } from "./policy-error.ts";
 import type { RouteTable } from "./route-table.ts";
 import { dispatch, type UpstreamHandlers } from "./upstream.ts";
+import { ExchangeRequestView } from "./exchange-request-view.ts";
 import { policyCircuits, withCircuitBreaker } from "./modules/breaker-client.ts";
 import type { BreakerMemory } from "../breaker/breaker-memory.ts";
 import type { RouteModulesCache } from "./modules/route-modules.ts";
@@ -57,42 +49,6 @@ export interface IsolateState {
  * renewal may run there); `chain` the targets a forward-internal brought it through, absent from a client.
  */
 export type PolicyPassage = { readonly url?: URL; readonly afterResponse?: AfterResponse; readonly chain?: ForwardChain };
-
-/**
- * The request as policies see it. Its headers are a copy (actions and the upstream change them), made on
- * first use: a request rejected by a rate limit keyed by the client address never copies them. A class, not
- * an object literal with a getter: a flood builds one per request.
- */
-class ExchangeRequestView implements ExchangeRequest {
-  readonly method: string;
-  readonly host: string;
-  private copied: Headers | undefined;
-
-  constructor(
-    private readonly original: Request,
-    readonly url: URL,
-  ) {
-    this.method = original.method;
-    this.host = url.hostname;
-  }
-
-  get headers(): Headers {
-    return (this.copied ??= new Headers(this.original.headers));
-  }
-
-  private bodyReader: RequestBody | undefined;
-
-  get body(): RequestBody {
-    return (this.bodyReader ??= new RequestBody(this.original.body, this.original.headers.get("content-length")));
-  }
-
-  /** The request to send on: the original, or, when an action read its body, the same carrying what was read. */
-  forwardable(): Request {
-    const body = this.bodyReader?.forwardBody();
-    // null: the request had no body (a GET Twilio signs by its URL), so the original is whole as it is.
-    return body === undefined || body === null ? this.original : new Request(this.original, { body });
-  }
-}
 
 /** Runs inbound policy → target → outbound policy for one request. */
 export async function runThroughPolicy(
