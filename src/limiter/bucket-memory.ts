@@ -11,7 +11,7 @@ export const LEASE_MS = 1000;
 export const LEASE_MARGIN_MS = 100;
 /**
  * Most admissions asked for in one lease. A lease is sized by the previous lease period's demand, so a busy
- * bucket calls its object about once a period (4096: up to about 4,000 requests a second from one isolate);
+ * bucket calls its object about once a period (the rate one isolate can lease for: docs/benchmark.md#figures-behind-constants-in-the-code);
  * unused admissions are handed back, and `take` never leases more than a tenth of the room.
  */
 const MAX_LEASE = 4096;

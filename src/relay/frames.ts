@@ -121,8 +121,8 @@ function isHeaderList(value: unknown): value is Array<[string, string]> {
 }
 
 /**
- * The heads of every relayed exchange, checked without zod (its parse was ~3 % of a small request's CPU at
- * the edge): exactly the schemas' rules above, keeping only their fields. Anything these do not accept goes to
+ * The heads of every relayed exchange, checked without zod (its parse was a measurable share of a small
+ * request's CPU at the edge: docs/benchmark.md#figures-behind-constants-in-the-code): exactly the schemas' rules above, keeping only their fields. Anything these do not accept goes to
  * the schema, which accepts the same and words the error.
  */
 export const FAST_PAYLOADS: Partial<{ [K in keyof Payloads]: (value: unknown) => Payloads[K] | undefined }> = {

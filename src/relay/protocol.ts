@@ -31,8 +31,8 @@
  * stream. The POST names the session object and stream, and carries the session's token; the edge pipes it
  * into the public client's response and answers 204 once the client has taken all of it. The platform's
  * streams carry the bytes with their own backpressure, and no body byte passes through the object's JavaScript:
- * in `npm run bench:relay-shapes`, a bare relay moved 10 MiB downloads at 0.30 × its origin fetch as WebSocket
- * messages and 0.57 × as a POST; Tollgate's downloads cost the edge ~40 % less CPU this way.
+ * `npm run bench:relay-shapes` shows a POST moving downloads faster than WebSocket messages, and Tollgate's
+ * downloads cost the edge less CPU this way (figures: docs/benchmark.md#figures-behind-constants-in-the-code).
  *
  * Heartbeats are the text messages HEARTBEAT_PING (agent) and HEARTBEAT_PONG (edge), outside the binary
  * frames, so a hibernating TunnelSession can answer them without waking up.
@@ -59,8 +59,8 @@ export const MAX_DATA_CHUNK = 64 * 1024;
  * Largest body chunk of a data frame between ends that said they take it (`max_data_chunk` in welcome, from
  * the edge; in hello, from the agent): a frame per message rather than eight, so the edge writes a response
  * body into the client's stream, and reads a request body from it, an eighth as often (each write or read
- * costs about the same whatever its size: a 10 MiB upload read 64 KiB at a time took ~180 reads, 512 KiB at
- * a time ~25, and ran ~30 % faster). What either end buffers is still bounded by the window, not by the
+ * costs about the same whatever its size, so fewer, larger reads made uploads faster: docs/benchmark.md#figures-behind-constants-in-the-code).
+ * What either end buffers is still bounded by the window, not by the
  * frame; a peer that did not say keeps to MAX_DATA_CHUNK.
  */
 export const LARGE_DATA_CHUNK = 512 * 1024;

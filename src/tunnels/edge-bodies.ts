@@ -9,12 +9,13 @@ import { HOP_BY_HOP_HEADERS } from "../relay/http-semantics.ts";
 /**
  * Reads a request body a frame's worth (`size`) at a time where the runtime allows it: a byte stream read into a
  * buffer of that size hands over what has arrived, up to that, where its default reader hands over the
- * runtime's own small pieces (4 KiB each for a request body in workerd: a 10 MiB upload became ~2,600 data
- * frames and messages, and bench:tunnel's uploads ran at ~0.05 × the origin route). Each read gets a fresh
+ * runtime's own small pieces (4 KiB each for a request body in workerd: thousands of data frames and messages
+ * per upload, and bench:tunnel's uploads crawled; figures: docs/benchmark.md#figures-behind-constants-in-the-code). Each read gets a fresh
  * buffer: a data frame sent uncopied may still be held by the runtime after `WebSocket.send` returns (reading
  * into two buffers in turn corrupted concurrent uploads in test/e2e/inspect.e2e.test.ts). A byte stream is read
  * DATA_FRAME_HEADROOM bytes into its buffer (`headroom`), so its data frame is encoded there and sent
- * uncopied: copying each 64 KiB into a message was ~20 % of workerd's time in bench:tunnel-profile's uploads.
+ * uncopied: copying each 64 KiB into a message was a large share of workerd's time in bench:tunnel-profile's
+ * uploads (docs/benchmark.md#figures-behind-constants-in-the-code).
  */
 export function bodyReader(
   body: ReadableStream<Uint8Array>,

@@ -12,13 +12,13 @@ import { formatIssue } from "../policy/issues.ts";
 /** What the cache may hold, estimated (an isolate has 128 MB). */
 export const MAX_CACHED_POLICY_BYTES = 16 * 1024 * 1024;
 /**
- * Heap bytes of a compiled policy per byte of its JSON document. Measured with --expose-gc on 40 policies
- * each: 55 for entries of short expressions, 6.5 for long CIDR lists, under 1 for custom-response bodies.
+ * Heap bytes of a compiled policy per byte of its JSON document: above what was measured for entries of short
+ * expressions, long CIDR lists and custom-response bodies (figures: docs/benchmark.md#figures-behind-constants-in-the-code).
  */
 export const COMPILED_BYTES_PER_SOURCE_BYTE = 64;
 /**
  * Heap bytes of one compiled matches() pattern at most: a 500-instruction program and its 64 cached DFA
- * states (a fresh 60-instruction pattern measured ~18 KB).
+ * states, scaled up from a fresh 60-instruction pattern's measured heap (docs/benchmark.md#figures-behind-constants-in-the-code).
  */
 export const BYTES_PER_PATTERN = 256 * 1024;
 /** What any entry costs (key, map slot, an empty policy), so a flood of tunnels without a policy is bounded too. */

@@ -28,7 +28,7 @@ export interface RelayRequest {
  * Carries the public client's own `Accept-Encoding` from the Worker to the session object: "" when it sent
  * none, absent when the platform did not replace it. The relay subrequest keeps the platform's header and
  * only the request head the agent gets has the client's: with the header removed from the subrequest,
- * bench:tunnel's 10 MiB download through a tunnel fell from ~0.30 × to ~0.13 × the origin route.
+ * bench:tunnel's downloads through a tunnel ran at less than half their speed (figures: docs/benchmark.md#figures-behind-constants-in-the-code).
  */
 export const CLIENT_ACCEPT_ENCODING_HEADER = "x-tollgate-client-accept-encoding";
 

@@ -101,7 +101,8 @@ export class TunnelSession extends DurableObject<Env> {
   }
 
   override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
-    // the agent's socket is known without asking for its tags (getTags per message: ~2–3 % of a download)
+    // the agent's socket is known without asking for its tags (getTags per message cost a download's time:
+    // docs/benchmark.md#figures-behind-constants-in-the-code)
     if (ws !== this.agentSocket && this.publicSockets.isPublic(ws)) return this.publicSockets.fromClient(ws, message);
     this.lastFrameAt = Date.now();
     if (typeof message === "string") {

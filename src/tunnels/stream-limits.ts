@@ -12,7 +12,7 @@ import { ResetCode } from "./protocol.ts";
 /**
  * Streams one session carries at once (HTTP requests in flight, and WebSocket upgrades until they are answered).
  * A public client that stopped reading holds its stream's window at the edge: INITIAL_STREAM_WINDOW, 512 KiB
- * (measured: 400 stalled readers of large bodies, +205 MB in the session object, ~0.5 MB each). 100 such streams
+ * (stalled readers measured: docs/benchmark.md#figures-behind-constants-in-the-code). 100 such streams
  * hold ~51 MB, and the session's window boosts at most 16 MiB more (SESSION_BOOST_BUDGET): about half of a
  * Durable Object's 128 MB, leaving the rest for request bodies being read and the object itself. 100 is also
  * the fewest concurrent streams RFC 9113 advises an HTTP/2 server to allow one connection, so one browser's page
