@@ -6,6 +6,7 @@ import {
   MAX_SIMULATED_HEADER_CHARS,
   MAX_SIMULATED_HEADERS,
   MAX_SIMULATED_POLICY_CHARS,
+  MAX_SIMULATED_POLICY_NESTING,
   MAX_SIMULATED_REQUESTS,
   MAX_SIMULATION_ACTIONS,
   MAX_SIMULATION_CEL_WORK,
@@ -223,6 +224,16 @@ describe("the bounds of a simulation", () => {
     const big = JSON.stringify({ inbound: [{ actions: [{ type: "custom-response", config: { body: "x".repeat(20_000) } }] }] });
     const result = await simulatePolicy({ policy: big, requests: [get(0)] }, { now });
     expect(result).toMatchObject({ ok: false, source: "policy", issues: [{ message: expect.stringContaining("16384") }] });
+  });
+
+  it(`refuses a policy text nesting deeper than ${MAX_SIMULATED_POLICY_NESTING} levels before parsing it`, async () => {
+    // 1,000 then 5,000 `{` aborted the process: the YAML parser recursed past the stack (a body of 5 KiB).
+    for (const policy of ["{".repeat(1000), "{".repeat(5000), `${"- ".repeat(30_000)}1`, `inbound: ${"[ ']]]' # ]]\n".repeat(65)}`]) {
+      expect(await refused({ policy, requests: [get(0)] })).toEqual([`policy: must not nest deeper than ${MAX_SIMULATED_POLICY_NESTING} levels`]);
+    }
+    // Quoted brackets and comments are not levels; a policy's own nesting is far within.
+    const quoted = `${perClient(5)}\n# ${"[".repeat(200)}\n    # "${"{".repeat(200)}"`;
+    expect((await simulatePolicy({ policy: quoted, requests: [get(0)] }, { now })).ok).toBe(true);
   });
 
   it("stops, and says where, once the requests' CEL work passes the simulation's total", async () => {

@@ -9,6 +9,12 @@
 export const MAX_SIMULATED_REQUESTS = 1000;
 /** Characters of the policy text (YAML or JSON) before it is parsed; the parsed document then has the policy bounds. */
 export const MAX_SIMULATED_POLICY_CHARS = 256 * 1024;
+/**
+ * Levels the policy text may nest before it is parsed ([ and { outside quotes, plus the `-`, `?` and `:` that
+ * open levels on one line). A valid policy nests at most 12 (the policy depth bound) plus a few per line; the
+ * YAML parser recurses per level and overflows the stack in the thousands (text-nesting.ts).
+ */
+export const MAX_SIMULATED_POLICY_NESTING = 64;
 /** Header fields of one simulated request, and of its response. */
 export const MAX_SIMULATED_HEADERS = 100;
 /** Characters of one request's header names and values together, and of its response's (Cloudflare's own request limit is 32 KB). */

@@ -8,9 +8,11 @@ import {
   MAX_SIMULATED_HEADERS,
   MAX_SIMULATED_OFFSET_MS,
   MAX_SIMULATED_POLICY_CHARS,
+  MAX_SIMULATED_POLICY_NESTING,
   MAX_SIMULATED_REQUESTS,
   MAX_SIMULATED_URL_CHARS,
 } from "./bounds.ts";
+import { nestsWithin } from "./text-nesting.ts";
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** What `Headers` accepts as a value: no NUL or line break, nothing beyond Latin-1. */
@@ -100,7 +102,8 @@ export const simulationInputSchema = z
   .strictObject({
     policy: z
       .string({ error: "must be the policy's text (YAML or JSON)" })
-      .max(MAX_SIMULATED_POLICY_CHARS, `must be at most ${MAX_SIMULATED_POLICY_CHARS} characters`),
+      .max(MAX_SIMULATED_POLICY_CHARS, `must be at most ${MAX_SIMULATED_POLICY_CHARS} characters`)
+      .refine((text) => nestsWithin(text, MAX_SIMULATED_POLICY_NESTING), `must not nest deeper than ${MAX_SIMULATED_POLICY_NESTING} levels`),
     /** Who would deploy it: a tunnel's policy (tenant, the default) or a route's (operator, larger documents allowed). */
     origin: z.enum(["tenant", "operator"], { error: "must be tenant or operator" }).default("tenant"),
     /** When `at_ms` 0 is, RFC 3339; calendar windows (day, month) start from it. Default: now. */
