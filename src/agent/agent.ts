@@ -4,6 +4,7 @@ import type { Hono } from "hono";
 import { createAgentApi } from "./api/app.ts";
 import { requestRoutes } from "./api/request-routes.ts";
 import { simulateRoutes } from "./api/simulate-routes.ts";
+import { showEdgeDecision } from "./edge/edge-decided.ts";
 import { CaptureStore } from "./capture/capture-store.ts";
 import { inspectorRoutes } from "./inspector/inspector-routes.ts";
 import { splitHostPort, startApiServer, type ApiServer } from "./api/server.ts";
@@ -67,6 +68,10 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       tunnels.disconnected(reason);
     },
     onTunnelStopped: (tunnelId, reason) => tunnels.stoppedByEdge(tunnelId, reason),
+    onEdgeDecision: (decision) => {
+      const tunnel = tunnels.lookup(decision.tunnel_id);
+      if (tunnel) showEdgeDecision(decision, tunnel, session.status.sessionId ?? "offline");
+    },
   });
   tunnels = new TunnelManager({ session, metadata: config.metadata });
 

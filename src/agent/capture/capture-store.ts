@@ -115,6 +115,7 @@ export class CaptureStore {
       info.startNs,
       { method: info.method, proto: "HTTP/1.1", target: info.target, headers: HeaderBlock.of(info.headers), body: new BodyBuffer(this.bodyCapBytes) },
       info.replay ? this.replayOf : undefined,
+      info.rateLimits || info.atEdge ? { rateLimits: info.rateLimits ?? [], ...(info.atEdge ? { atEdge: info.atEdge } : {}) } : undefined,
     );
     this.entries.set(exchange.id, exchange);
     this.emit({ type: "add", exchange });

@@ -3,6 +3,7 @@
  * first bytes of each body) and how it ended. Knows what it costs in memory, which the store adds up.
  */
 
+import type { AnsweredBy, CarriedRateLimit } from "../../relay/edge-decision.ts";
 import type { BodyBuffer } from "./body-buffer.ts";
 import type { HeaderBlock } from "./header-block.ts";
 import { ERROR_BYTES, EXCHANGE_BYTES, RESPONSE_BYTES, stringBytes } from "./retained-size.ts";
@@ -27,6 +28,16 @@ export interface CapturedResponse {
   readonly body: BodyBuffer;
 }
 
+/** What the edge's policy decided about the request: the rate limits it was counted against; who answered, if the edge did. */
+export interface EdgeDecisions {
+  readonly rateLimits: readonly CarriedRateLimit[];
+  /** Set when the edge answered the request itself (there is no upstream response). */
+  readonly atEdge?: { readonly answeredBy: AnsweredBy; readonly suppressed: number };
+}
+
+/** Bytes charged per carried rate-limit decision besides its strings (an object of nine fields). */
+const DECISION_BYTES = 200;
+
 export class CapturedExchange {
   response: CapturedResponse | undefined;
   state: ExchangeState = "pending";
@@ -49,6 +60,7 @@ export class CapturedExchange {
     readonly request: CapturedRequest,
     /** The capture this one replays, when the agent sent it as a replay. */
     readonly replayOf: string | undefined,
+    readonly decisions: EdgeDecisions | undefined = undefined,
   ) {
     this.headBytes =
       EXCHANGE_BYTES +
@@ -56,7 +68,11 @@ export class CapturedExchange {
       stringBytes(remoteAddr) +
       stringBytes(request.method) +
       stringBytes(request.target) +
-      request.headers.retainedBytes;
+      request.headers.retainedBytes +
+      (decisions
+        ? DECISION_BYTES * (decisions.rateLimits.length + 1) +
+          decisions.rateLimits.reduce((sum, each) => sum + stringBytes(each.name) + stringBytes(each.bucket_key), 0)
+        : 0);
   }
 
   /** What the exchange holds in memory now. */

@@ -36,6 +36,35 @@ export interface CapturedRequestView {
   state: CapturedExchange["state"];
   error: { code: string; message: string } | null;
   replay_of: string | null;
+  /** The rate limits the edge counted the request against: their variables and RateLimit fields. */
+  rate_limits: RateLimitView[];
+  /** Set when the edge answered the request itself: it never reached the upstream. */
+  edge_decision: EdgeDecisionView | null;
+}
+
+export interface RateLimitView {
+  name: string;
+  /** `actions.svc.rate_limit.*` */
+  bucket_key: string;
+  limited: boolean;
+  outcome: string;
+  retry_after: number;
+  /** RateLimit fields: `RateLimit-Policy: "<name>";q=<capacity>;w=<window_s>`, `RateLimit: "<name>";r=<remaining>`. */
+  remaining: number;
+  capacity: number;
+  window_s: number;
+  error_code: string;
+}
+
+export interface EdgeDecisionView {
+  answered_at_edge: true;
+  phase: string;
+  entry: number;
+  entry_name: string | null;
+  action: number;
+  action_type: string;
+  /** Requests like it the edge answered meanwhile that were counted, not sent (the agent hears at a bounded rate). */
+  more_like_it: number;
 }
 
 export interface CapturedRequestSummary {
@@ -53,6 +82,27 @@ export interface CapturedRequestSummary {
   replay_of: string | null;
   request_length: number;
   response_length: number | null;
+  rate_limits: RateLimitView[];
+  edge_decision: EdgeDecisionView | null;
+}
+
+function rateLimitsOf(exchange: CapturedExchange): RateLimitView[] {
+  return (exchange.decisions?.rateLimits ?? []).map((each) => ({ ...each, error_code: each.error_code ?? "" }));
+}
+
+function edgeDecisionOf(exchange: CapturedExchange): EdgeDecisionView | null {
+  const atEdge = exchange.decisions?.atEdge;
+  if (!atEdge) return null;
+  const { answeredBy } = atEdge;
+  return {
+    answered_at_edge: true,
+    phase: answeredBy.phase,
+    entry: answeredBy.entry,
+    entry_name: answeredBy.entry_name ?? null,
+    action: answeredBy.action,
+    action_type: answeredBy.type,
+    more_like_it: atEdge.suppressed,
+  };
 }
 
 const pad = (value: number, width = 2) => String(value).padStart(width, "0");
@@ -113,6 +163,8 @@ export function captureView(exchange: CapturedExchange): CapturedRequestView {
     state: exchange.state,
     error: exchange.error ?? null,
     replay_of: exchange.replayOf ?? null,
+    rate_limits: rateLimitsOf(exchange),
+    edge_decision: edgeDecisionOf(exchange),
   };
 }
 
@@ -132,5 +184,7 @@ export function captureSummary(exchange: CapturedExchange): CapturedRequestSumma
     replay_of: exchange.replayOf ?? null,
     request_length: exchange.request.body.seen,
     response_length: exchange.response?.body.seen ?? null,
+    rate_limits: rateLimitsOf(exchange),
+    edge_decision: edgeDecisionOf(exchange),
   };
 }

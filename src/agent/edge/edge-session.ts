@@ -7,6 +7,7 @@
 
 import WebSocket from "ws";
 import { closeReason } from "../../close-reason.ts";
+import { EDGE_DECISIONS_VERSION } from "../../relay/edge-decision.ts";
 import { decodeFrames } from "../../relay/frame-codec.ts";
 import type { Frame, FrameOf, StreamFrame } from "../../relay/frames.ts";
 import { FrameOutbox } from "../../relay/framing.ts";
@@ -36,6 +37,8 @@ export interface EdgeSessionOptions {
   onDisconnect(reason: string): void;
   /** The edge took a tunnel offline on its own. */
   onTunnelStopped?(tunnelId: string, reason: string): void;
+  /** A request to one of the session's tunnels that the edge answered itself (sampled at the edge). */
+  onEdgeDecision?(decision: FrameOf<"edge_decision">): void;
 }
 
 type StartRequest = Omit<FrameOf<"start_tunnel">, "type" | "request_id">;
@@ -198,6 +201,7 @@ export class EdgeSession {
         metadata: this.options.metadata,
         os: `${process.platform}/${process.arch}`,
         max_data_chunk: LARGE_DATA_CHUNK,
+        edge_decisions: EDGE_DECISIONS_VERSION,
       });
     });
     ws.on("message", (data: Buffer, isBinary: boolean) => this.onMessage(ws, data, isBinary));
@@ -256,6 +260,9 @@ export class EdgeSession {
       case "tunnel_stopped":
         if (frame.request_id !== undefined && this.pending.has(frame.request_id)) return this.pending.settle(frame.request_id, frame);
         this.options.onTunnelStopped?.(frame.tunnel_id, frame.reason);
+        return;
+      case "edge_decision":
+        this.options.onEdgeDecision?.(frame);
         return;
       case "request_head":
       case "data":

@@ -3,6 +3,8 @@
  * per exchange and may return an observer that then hears about the body chunks and the outcome.
  */
 
+import type { AnsweredBy, CarriedRateLimit } from "../../relay/edge-decision.ts";
+
 export interface ExchangeInfo {
   /** Unique within the agent process (session + stream). */
   readonly key: string;
@@ -23,6 +25,10 @@ export interface ExchangeInfo {
   readonly scheme: string;
   /** True for a replay the agent itself sent (no public client). */
   readonly replay?: boolean;
+  /** The rate limits the edge's policy counted the request against (request_head.decisions, or an edge_decision's). */
+  readonly rateLimits?: readonly CarriedRateLimit[];
+  /** Set when the edge answered the request itself: which action did, and how many more like it were only counted. */
+  readonly atEdge?: { readonly answeredBy: AnsweredBy; readonly suppressed: number };
 }
 
 export interface ResponseHeadInfo {

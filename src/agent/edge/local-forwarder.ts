@@ -110,6 +110,7 @@ export class LocalForwarder {
       remoteAddr: head.client_addr,
       scheme: head.scheme,
       ...(this.options.replay ? { replay: true } : {}),
+      ...(head.decisions ? { rateLimits: head.decisions } : {}),
     };
     const stream = new AgentStream(head.stream, tunnel, combineObservers(tunnel.taps.map((tap) => tap.open(info))), startNs, this.receiveWindow);
     this.table.add(stream);

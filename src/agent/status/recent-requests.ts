@@ -23,6 +23,10 @@ export interface RecentRequest {
   /** Set when the exchange failed: the reset code (`upstream_unreachable`, …). */
   errorCode?: string;
   durationNs?: bigint;
+  /** Answered at the edge by this action type (rate-limit, deny, …); never reached the local service. */
+  readonly atEdge?: string;
+  /** Requests like it the edge answered meanwhile, only counted (edge decisions come at a bounded rate). */
+  readonly moreLikeIt?: number;
 }
 
 export class RecentRequests {
@@ -44,6 +48,7 @@ export class RecentRequests {
         start: info.start,
         replay: info.replay === true,
         state: "pending",
+        ...(info.atEdge ? { atEdge: info.atEdge.answeredBy.type, moreLikeIt: info.atEdge.suppressed } : {}),
       };
       this.entries.unshift(entry);
       if (this.entries.length > this.capacity) this.entries.length = this.capacity;

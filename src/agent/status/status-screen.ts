@@ -86,7 +86,8 @@ function duration(ns: bigint | undefined): string {
   return ms < 1000 ? `${ms < 10 ? ms.toFixed(1) : Math.round(ms)} ms` : `${(ms / 1000).toFixed(2)} s`;
 }
 
-const pathOf = (request: RecentRequest) => `${request.replay ? "↻ " : ""}${request.path}`;
+const pathOf = (request: RecentRequest) =>
+  `${request.replay ? "↻ " : ""}${request.atEdge ? `[edge ${request.atEdge}] ` : ""}${request.path}${request.moreLikeIt ? ` (+${request.moreLikeIt.toLocaleString("en-US")} more like it)` : ""}`;
 
 /**
  * Characters of path on each request line: as wide as the longest path shown needs (at least 20), at most
