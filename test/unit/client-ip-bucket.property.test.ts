@@ -88,4 +88,10 @@ describe("conn.client_ip in a bucket key", () => {
       expect(clientIpBucket(raw)).toBe(raw);
     }
   });
+
+  it("hostile text near an address's shape keeps its raw text: 10,000 colons, digits and dots, a long zone id", () => {
+    for (const raw of [":".repeat(10_000), "1.".repeat(5_000), "1:".repeat(5_000), `fe80::1%${"e".repeat(65)}`, "2001:db8::1::1", "2001:db8::g"]) {
+      expect(clientIpBucket(raw)).toBe(raw);
+    }
+  });
 });
