@@ -120,8 +120,16 @@ function renderList() {
       el("time", { class: "time", text: clockTime(summary.start), dateTime: summary.start, title: summary.start }),
       el("span", { class: "tunnel", text: summary.tunnel_name, title: `tunnel ${summary.tunnel_name}` }),
     ];
-    if (summary.state !== "pending") meta.push(el("span", { class: "sep" }), el("span", { class: "duration", text: formatDuration(summary.duration) }));
+    if (summary.state !== "pending" && !summary.edge_decision)
+      meta.push(el("span", { class: "sep" }), el("span", { class: "duration", text: formatDuration(summary.duration) }));
     if (summary.replay_of) meta.push(el("span", { class: "sep" }), el("span", { class: "replay", text: "↻ replay" }));
+    if (summary.edge_decision) {
+      const more = summary.edge_decision.more_like_it;
+      const title = `answered at the edge by ${summary.edge_decision.action_type}; never reached the local service`;
+      meta.push(el("span", { class: "sep" }), el("span", { class: "at-edge", text: `at edge · ${summary.edge_decision.action_type}`, title }));
+      if (more > 0) meta.push(el("span", { class: "sep" }), el("span", { class: "more-like-it", text: `+${more.toLocaleString("en-US")} more like it` }));
+    } else if (summary.rate_limits?.some((each) => each.limited))
+      meta.push(el("span", { class: "sep" }), el("span", { class: "at-edge", text: "over a limit" }));
     return el(
       "li",
       { class: "request-row", "data-id": summary.id, "aria-selected": String(summary.id === state.selected), tabIndex: 0 },
@@ -304,6 +312,8 @@ function summaryOf(view) {
     state: view.state,
     error: view.error?.message ?? null,
     replay_of: view.replay_of,
+    rate_limits: view.rate_limits ?? [],
+    edge_decision: view.edge_decision ?? null,
   };
 }
 
@@ -356,13 +366,67 @@ function renderDetail() {
     ["tunnel", detail.tunnel_name],
     ["client", detail.remote_addr || "(the agent)"],
     ["start", `${new Date(detail.start).toLocaleString()}  (${detail.start})`],
-    ["duration", detail.state === "pending" ? `${formatDuration(detail.duration)} so far` : formatDuration(detail.duration)],
+    [
+      "duration",
+      detail.edge_decision
+        ? "— (answered at the edge)"
+        : detail.state === "pending"
+          ? `${formatDuration(detail.duration)} so far`
+          : formatDuration(detail.duration),
+    ],
     ["state", detail.state],
   ];
   if (detail.error) rows.push(["error", `${detail.error.code}: ${detail.error.message}`]);
   if (detail.replay_of) rows.push(["replay of", detail.replay_of]);
+  const edge = detail.edge_decision;
+  if (edge) {
+    const entry = `${edge.phase}[${edge.entry}]${edge.entry_name ? ` "${edge.entry_name}"` : ""}`;
+    rows.push(["answered", `at the edge by ${entry}, action ${edge.action} (${edge.action_type}); it never reached the local service`]);
+    if (edge.more_like_it > 0)
+      rows.push([
+        "more like it",
+        `${edge.more_like_it.toLocaleString("en-US")} more requests answered at the edge were counted, not sent (the edge tells at a bounded rate)`,
+      ]);
+  }
   $("detail-summary").replaceChildren(...rows.flatMap(([name, value]) => [el("dt", { text: name }), el("dd", { text: value })]));
+  renderDecisions(detail);
   renderPart();
+}
+
+/** The rate-limit decisions that applied to the request, so "why was this limited?" is answered by looking. */
+function renderDecisions(detail) {
+  let panel = $("decisions");
+  if (!panel) {
+    panel = el("section", { id: "decisions", class: "decisions", "aria-label": "rate-limit decisions" });
+    $("detail-summary").after(panel);
+  }
+  const limits = detail.rate_limits ?? [];
+  panel.hidden = limits.length === 0 && !detail.edge_decision;
+  if (panel.hidden) return panel.replaceChildren();
+  const heading = el("h3", { text: limits.length ? "Rate-limit decisions" : "Rate-limit decisions: none counted this request" });
+  const rows = limits.map((each) =>
+    el(
+      "tr",
+      { class: each.limited ? "limited" : "" },
+      el("td", { class: "mono", text: each.name }),
+      el("td", { text: each.outcome + (each.error_code ? ` (${each.error_code})` : "") }),
+      el("td", { class: "mono", text: each.bucket_key || "(empty)" }),
+      el("td", { text: String(each.limited) }),
+      el("td", { text: each.limited ? `${each.retry_after} s` : "—" }),
+      el("td", { text: `${each.remaining} of ${each.capacity} per ${each.window_s} s` }),
+      el("td", {
+        class: "mono",
+        text: `RateLimit-Policy: "${each.name}";q=${each.capacity};w=${each.window_s}\nRateLimit: "${each.name}";r=${each.remaining};t=${each.retry_after}`,
+      }),
+    ),
+  );
+  const head = el(
+    "tr",
+    {},
+    ...["action", "outcome", "bucket_key", "limited", "retry-after", "remaining", "RateLimit fields"].map((name) => el("th", { text: name })),
+  );
+  const table = el("table", { class: "decision-table" }, el("thead", {}, head), el("tbody", {}, ...rows));
+  panel.replaceChildren(heading, ...(limits.length ? [table] : []));
 }
 
 function renderPart() {
