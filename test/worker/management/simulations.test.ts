@@ -147,3 +147,18 @@ describe("POST /traffic_policy_simulations", () => {
     expect((await call("GET", "/traffic_policy_simulations")).status).toBe(405);
   });
 });
+
+describe("simulations per API key", () => {
+  it("an API key starts at most 10 simulations a minute: the 11th is answered 429 before its body is read", async () => {
+    // Any Authorization value has its bucket (the limit runs before the key is checked), so this one is the test's own.
+    const headers = { authorization: "Bearer simulation-flood-test", "content-type": "application/json", "service-version": "2" };
+    const statuses: number[] = [];
+    for (let i = 0; i < 11; i++) {
+      const response = await SELF.fetch("http://127.0.0.1/traffic_policy_simulations", { method: "POST", headers, body: "{}" });
+      await response.body?.cancel();
+      statuses.push(response.status);
+    }
+    expect(statuses.slice(0, 10).every((status) => status !== 429)).toBe(true);
+    expect(statuses[10]).toBe(429);
+  });
+});
