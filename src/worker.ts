@@ -12,10 +12,13 @@ import { edgeOwnerAccount, getRouteModules } from "./management/edge-routes.ts";
 import { authenticateApiKey } from "./management/auth.ts";
 import { OverrideCache } from "./limiter/override-cache.ts";
 import { overrideServices } from "./limiter/override-service.ts";
-import { limitsOf } from "./policy/actions/rate-limit-plan.ts";
+import { type ActionLimits, limitsOf } from "./policy/actions/rate-limit-plan.ts";
+import { type CompiledPolicy, compilePolicy } from "./policy/compile.ts";
 import { createRuntime, type RequestContext } from "./runtime.ts";
 import { SettingsError, settingsOf } from "./settings.ts";
 import { routeTunnelTraffic, type TunnelServices } from "./tunnels/index.ts";
+import type { HostClaim } from "./tunnels/host-claims.ts";
+import { tunnelLabelOf } from "./tunnels/hostnames.ts";
 import { getOnlineTunnel } from "./tunnels/registry-client.ts";
 
 export { RateLimiter } from "./limiter/limiter-object.ts";
@@ -55,6 +58,30 @@ function loadedGateway(env: Env) {
   return loaded.gateway;
 }
 
+/** The rate-limit action named `action` of a compiled policy, for reading its buckets back. */
+function actionLimits(policy: CompiledPolicy, action: string): ActionLimits | undefined {
+  const entries = [...policy.inbound, ...policy.outbound];
+  return entries.flatMap((entry) => entry.actions.map(limitsOf)).find((limits) => limits?.name === action);
+}
+
+/**
+ * The compiled policy of tunnel `tunnelId` when it is online in `accountId` and serves a host: the registry (by
+ * account) finds its URL, the host's object the claim that carries its policy. Null when it is not.
+ */
+async function onlineTunnelPolicy(env: Env, accountId: string, tunnelId: string): Promise<CompiledPolicy | null> {
+  const record = await getOnlineTunnel(env, accountId, tunnelId);
+  const label = record?.public_url ? tunnelLabelOf(new URL(record.public_url).hostname, settingsOf(env).tunnelDomain) : undefined;
+  if (label === undefined) return null;
+  // the stub's inferred type loses `unknown` fields (the policy) inside an array
+  const members = (await env.TUNNEL_HOST.get(env.TUNNEL_HOST.idFromName(label)).serving()) as HostClaim[];
+  const claim = members.find((member) => member.tunnelId === tunnelId && member.accountId === accountId);
+  if (!claim) return null;
+  if (claim.trafficPolicy === undefined) return { inbound: [], outbound: [] };
+  // compiled here, not taken from the tunnels' cache: a read-back is rare, and the cache's copy may be wrapped
+  const compiled = compilePolicy(claim.trafficPolicy, { prefix: ["traffic_policy"] });
+  return compiled.ok ? compiled.policy : null;
+}
+
 const management = createManagementApp({
   edges: {
     edge: (env, edgeId) => loadedGateway(env).routes.edge(edgeId),
@@ -66,9 +93,11 @@ const management = createManagementApp({
         .routes.edge(edgeId)
         ?.routes.find((route) => route.id === routeId)
         ?.policy();
-      if (!policy?.ok) return undefined;
-      const entries = [...policy.policy.inbound, ...policy.policy.outbound];
-      return entries.flatMap((entry) => entry.actions.map(limitsOf)).find((limits) => limits?.name === action);
+      return policy?.ok ? actionLimits(policy.policy, action) : undefined;
+    },
+    async tunnelAction(env, accountId, tunnelId, action) {
+      const policy = await onlineTunnelPolicy(env, accountId, tunnelId);
+      return policy && actionLimits(policy, action);
     },
     // The pipeline named the ingress of the request that brought this call a moment ago, from its request.cf.
     ingress: (env, request) => settingsOf(env).ingressId || runtime.buckets.ingress.of(() => ingressId(env, request)),

@@ -193,6 +193,7 @@ describe("OpenAPI", () => {
         "PATCH /rate_limit_overrides/{id}",
         "DELETE /rate_limit_overrides/{id}",
         "GET /edges/https/{edge_id}/routes/{id}/rate_limit_buckets",
+        "GET /tunnels/{id}/rate_limit_buckets",
         "POST /traffic_policy_simulations",
       ].sort(),
     );

@@ -64,6 +64,13 @@ describe("a rate-limit override of a tunnel's policy", () => {
     expect((await get()).status).toBe(200);
     expect((await get()).status).toBe(200);
     expect(await get()).toEqual({ status: 429, policy: '"per-client";q=2;w=60' });
+    const bucket = `/tunnels/${tunnel.id}/rate_limit_buckets?action=per-client&bucket_key=${ip}`;
+    expect(await callJson("GET", bucket, 200, { key: "dev" })).toMatchObject({
+      tunnel_id: tunnel.id,
+      override: null,
+      windows: [{ window: "60s", capacity: 2, used: 2, remaining: 0 }],
+    });
+    await callError("GET", bucket, 404, 204, { key: "other" });
 
     const body = { tunnel_id: tunnel.id, action: "per-client", bucket_key: ip, capacity: 5, rate: "60s" };
     // another account's key cannot name this tunnel
@@ -81,6 +88,9 @@ describe("a rate-limit override of a tunnel's policy", () => {
     expect((await get()).status).toBe(200);
     expect((await get()).status).toBe(200);
     expect((await get()).status).toBe(429);
+    const read = await callJson<{ override: { id: string }; windows: unknown[] }>("GET", bucket, 200, { key: "dev" });
+    expect(read.override.id).toBe(created.id);
+    expect(read.windows).toMatchObject([{ capacity: 5, used: 5, remaining: 0 }]);
 
     expect((await call("DELETE", `${OVERRIDES}/${created.id}`, { key: "devSecond" })).status).toBe(204);
     await until(Date.now() + 1000);
@@ -99,6 +109,13 @@ describe("a rate-limit override of a tunnel's policy", () => {
     expect((await call("DELETE", `${OVERRIDES}/${own.id}`, { key: "other" })).status).toBe(204);
     await callError("POST", OVERRIDES, 404, 204, { key: "dev", json: { ...body, tunnel_id: "tn_2abcdefghijklmnopqrstuvwxyz" } });
     await callError("POST", OVERRIDES, 404, 204, { key: "dev", json: { ...body, tunnel_id: "tn_../../x" } });
+    // nor read another account's tunnel's buckets back
+    await callError("GET", `/tunnels/${theirs.id}/rate_limit_buckets?action=per-client&bucket_key=x`, 404, 204, { key: "dev" });
+    await callError("GET", "/tunnels/tn_..%2F..%2Fx/rate_limit_buckets?action=per-client&bucket_key=x", 404, 204, { key: "dev" });
+    const read = await callJson<{ windows: unknown[] }>("GET", `/tunnels/${theirs.id}/rate_limit_buckets?action=per-client&bucket_key=x`, 200, {
+      key: "other",
+    });
+    expect(read.windows).toMatchObject([{ capacity: 2, used: 0, remaining: 2 }]);
   });
 
   it("refuses a hostile or ambiguous target with a 400 naming the field", async () => {
