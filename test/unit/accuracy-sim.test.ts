@@ -1,10 +1,10 @@
 /**
- * The accuracy run's schedule in virtual time (bench/accuracy-sim.ts): the isolate's leases and the object's
+ * The accuracy run's schedule in virtual time (bench/limiter/accuracy-sim.ts): the isolate's leases and the object's
  * window together, against the exact sliding log, over many schedules and latencies.
  */
 
 import { describe, expect, it } from "vitest";
-import { simulateAccuracy } from "../../bench/accuracy-sim.ts";
+import { simulateAccuracy } from "../../bench/limiter/accuracy-sim.ts";
 
 const spec = { capacity: 100, windowMs: 60_000 };
 

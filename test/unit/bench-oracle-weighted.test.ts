@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { COST_WINDOWS, costAccuracyPolicy } from "../../bench/accuracy-costs.ts";
-import { overAdmittedWeighted, weightedLogDecisions, weightedLogRefusals } from "../../bench/oracle.ts";
+import { COST_WINDOWS, costAccuracyPolicy } from "../../bench/limiter/accuracy-costs.ts";
+import { overAdmittedWeighted, weightedLogDecisions, weightedLogRefusals } from "../../bench/limiter/oracle.ts";
 import { loadPolicy } from "../../src/policy/compile.ts";
 
 const windows = [

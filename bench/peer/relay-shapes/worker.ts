@@ -1,5 +1,5 @@
 /**
- * Relay shapes for bench/relay-shapes.ts: what a large body costs on its way through a Worker, a Durable
+ * Relay shapes for bench/tunnel/relay-shapes.ts: what a large body costs on its way through a Worker, a Durable
  * Object and an agent, by how it moves. By the request's host:
  * - `origin.shapes`: the Worker fetches the local service itself (the baseline);
  * - `do.shapes`: the Worker hands the request to the object, which fetches the local service (one object hop);

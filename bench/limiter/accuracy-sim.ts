@@ -1,17 +1,17 @@
 /**
- * The end-to-end accuracy run in virtual time: the accuracy run's bursty schedule (bench/accuracy.ts) driven
+ * The end-to-end accuracy run in virtual time: the accuracy run's bursty schedule (bench/limiter/accuracy.ts) driven
  * through the real isolate memory (src/limiter/isolate-buckets.ts) and the real `take` of the object
  * (src/limiter/sliding-window.ts), with simulated latencies and one CPU queue for the isolate, compared with
  * the exact sliding log. Deterministic and pure: a 100 s run takes milliseconds, so the sources of
  * under-admission can be measured one by one before a real run confirms them.
  */
 
-import { LEASE_MS } from "../src/limiter/bucket-memory.ts";
-import { IsolateBuckets } from "../src/limiter/isolate-buckets.ts";
-import { emptyWindow, take, type WindowSpec, type WindowState } from "../src/limiter/sliding-window.ts";
+import { LEASE_MS } from "../../src/limiter/bucket-memory.ts";
+import { IsolateBuckets } from "../../src/limiter/isolate-buckets.ts";
+import { emptyWindow, take, type WindowSpec, type WindowState } from "../../src/limiter/sliding-window.ts";
 import { type Burst, burstySchedule } from "./accuracy.ts";
 import { overAdmittedAtPoints, slidingLogDecisions } from "./oracle.ts";
-import { seededRandom } from "./stats.ts";
+import { seededRandom } from "../shared/stats.ts";
 
 export interface SimulatedLatencies {
   /** Client to isolate and back, each way (ms, uniform in [low, high]). */

@@ -1,5 +1,5 @@
 /**
- * The targets bench/idle-after-load.ts loads, and what it reads them with: Tollgate's edge with a rate-limited
+ * The targets bench/idle/idle-after-load.ts loads, and what it reads them with: Tollgate's edge with a rate-limited
  * host, Tollgate as `npm start` runs it (wrangler dev), the hono-rate-limiter peer, and V8's heap through
  * workerd's inspector.
  */
@@ -10,12 +10,12 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { bundleWorker } from "./bundle.ts";
-import { inspector } from "./cpu-profile.ts";
-import { descendants } from "./process-cpu.ts";
-import { startBenchAgent } from "./tunnel-agent.ts";
-import type { TransferTarget } from "./tunnel-transfer.ts";
-import { hostWorker } from "./workerd.ts";
+import { bundleWorker } from "../shared/bundle.ts";
+import { inspector } from "../shared/cpu-profile.ts";
+import { descendants } from "../shared/process-cpu.ts";
+import { startBenchAgent } from "../tunnel/tunnel-agent.ts";
+import type { TransferTarget } from "../tunnel/tunnel-transfer.ts";
+import { hostWorker } from "../shared/workerd.ts";
 
 /** The rate-limited host of Tollgate's edge: 10 requests a minute per client address. */
 export const LIMITED_HOST = "limited.bench";
@@ -59,7 +59,7 @@ export interface Running {
   close(): Promise<void>;
 }
 
-export const ROOT = fileURLToPath(new URL("../", import.meta.url));
+export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 export interface Heap {
   readonly used: number;

@@ -4,9 +4,9 @@
  * A complement to the end-to-end run, which is limited to real time.
  */
 
-import { emptyWindow, hit, type WindowSpec, type WindowState } from "../src/limiter/sliding-window.ts";
+import { emptyWindow, hit, type WindowSpec, type WindowState } from "../../src/limiter/sliding-window.ts";
 import { overAdmittedAtPoints, slidingLogDecisions } from "./oracle.ts";
-import { seededRandom } from "./stats.ts";
+import { seededRandom } from "../shared/stats.ts";
 
 type Shape = "steady" | "bursty" | "near-capacity";
 

@@ -1,6 +1,6 @@
 /**
  * `npm run bench:flood-cpu`: what one rejected request costs inside the isolate, without HTTP and without the
- * load generator. The gateway (bench/flood-loop-entry.ts around src/worker.ts) runs BENCH_LOOP_N (50,000)
+ * load generator. The gateway (bench/gateway/flood-loop-entry.ts around src/worker.ts) runs BENCH_LOOP_N (50,000)
  * requests of a flood through its own fetch handler in a loop; the same loop that only builds a fixed 429, or a
  * 429 of the gateway's own size and shape, is the baseline. workerd's CPU time is read from /proc before and
  * after each loop; modes are alternated for BENCH_ROUNDS (5) rounds and medians reported. Requests on a path
@@ -11,14 +11,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { bundleWorker } from "./bundle.ts";
-import { fromEnv } from "./config.ts";
+import { bundleWorker } from "../shared/bundle.ts";
+import { fromEnv } from "../shared/config.ts";
 import { benchPolicyFiles, PATHS } from "./gateway-files.ts";
-import { median } from "./stats.ts";
-import { startUpstream } from "./upstream.ts";
-import { hostWorker } from "./workerd.ts";
+import { median } from "../shared/stats.ts";
+import { startUpstream } from "../shared/upstream.ts";
+import { hostWorker } from "../shared/workerd.ts";
 
-const ROOT = resolve(fileURLToPath(import.meta.url), "../..");
+const ROOT = resolve(fileURLToPath(import.meta.url), "../../..");
 const n = fromEnv("BENCH_LOOP_N", 50_000, { min: 1 });
 const rounds = fromEnv("BENCH_ROUNDS", 5, { min: 1 });
 const MODES = [
@@ -31,7 +31,7 @@ const dir = mkdtempSync(join(tmpdir(), "tollgate-flood-cpu-"));
 const upstream = await startUpstream();
 try {
   const script = await bundleWorker({
-    entry: join(ROOT, "bench/flood-loop-entry.ts"),
+    entry: join(ROOT, "bench/gateway/flood-loop-entry.ts"),
     outdir: join(dir, "gateway"),
     policyFiles: benchPolicyFiles(upstream.origin),
   });

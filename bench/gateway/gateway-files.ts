@@ -1,4 +1,4 @@
-import { costAccuracyPolicy } from "./accuracy-costs.ts";
+import { costAccuracyPolicy } from "../limiter/accuracy-costs.ts";
 
 /**
  * The bench-only gateway config, in the shape scripts/bundle-policies.mjs produces
@@ -73,7 +73,7 @@ export function benchPolicyFiles(origin: string): Record<string, string> {
     `        match: ${PATHS.accuracy}`,
     `        upstream: ${origin}`,
     "        traffic_policy: bench-accuracy.yaml",
-    // Costs, several windows and settles (bench/accuracy-costs.ts).
+    // Costs, several windows and settles (bench/limiter/accuracy-costs.ts).
     "      - id: edghtsrt_accuracy_costs",
     `        match: ${PATHS.costAccuracy}`,
     `        upstream: ${origin}`,

@@ -1,8 +1,8 @@
 /**
- * `npx tsx bench/idle-after-load.ts`: what a Worker's workerd keeps, and spends, once a mixed load is over —
+ * `npx tsx bench/idle/idle-after-load.ts`: what a Worker's workerd keeps, and spends, once a mixed load is over —
  * clients past their rate limit (each its own bucket, its own Durable Object) and 10 MiB downloads through a
- * tunnel. Tollgate's edge (bench/tunnel-edge.ts, with a rate-limited host) and the relay floor (a bare relay
- * Worker and a bare pass-through: bench/tunnel-floor.ts) take the same load in turn, each in a fresh workerd
+ * tunnel. Tollgate's edge (bench/tunnel/tunnel-edge.ts, with a rate-limited host) and the relay floor (a bare relay
+ * Worker and a bare pass-through: bench/tunnel/tunnel-floor.ts) take the same load in turn, each in a fresh workerd
  * with its agent; then no request comes and workerd's RSS and CPU are read from /proc every second.
  * `peer` is hono-rate-limiter with its Durable Object store (bench/peer/: one object per client, each with an
  * alarm, as Tollgate's buckets), rate-limited part only: it has no tunnel. `wrangler` is Tollgate as `npm
@@ -20,13 +20,13 @@
 
 import autocannon from "autocannon";
 import { cpus, loadavg } from "node:os";
-import { fromEnv } from "./config.ts";
-import { cpuSeconds, memoryOf, type Memory } from "./process-cpu.ts";
-import { startBenchAgent } from "./tunnel-agent.ts";
-import { startBenchEdge } from "./tunnel-edge.ts";
-import { FLOOR_ORIGIN_HOST, startRelayFloor } from "./tunnel-floor.ts";
-import { transfer } from "./tunnel-transfer.ts";
-import { startTunnelUpstream } from "./tunnel-upstream.ts";
+import { fromEnv } from "../shared/config.ts";
+import { cpuSeconds, memoryOf, type Memory } from "../shared/process-cpu.ts";
+import { startBenchAgent } from "../tunnel/tunnel-agent.ts";
+import { startBenchEdge } from "../tunnel/tunnel-edge.ts";
+import { FLOOR_ORIGIN_HOST, startRelayFloor } from "../tunnel/tunnel-floor.ts";
+import { transfer } from "../tunnel/tunnel-transfer.ts";
+import { startTunnelUpstream } from "../tunnel/tunnel-upstream.ts";
 
 import { freePort, heapReader, LIMITED_EDGE, LIMITED_HOST, LIMITED_POLICY, startPeer, startWrangler, type Heap, type Running } from "./idle-targets.ts";
 

@@ -37,7 +37,7 @@ export interface HostOptions {
   readonly persistDir: string;
   /** Markers whose lines in the Worker's output are counted (e.g. its fail-open log line). */
   readonly countLinesContaining?: readonly string[];
-  /** Opens workerd's inspector on this port (bench/profile.ts only: an inspector costs throughput). */
+  /** Opens workerd's inspector on this port (bench/gateway/profile.ts only: an inspector costs throughput). */
   readonly inspectorPort?: number;
 }
 

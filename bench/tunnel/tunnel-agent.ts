@@ -20,7 +20,7 @@ export async function startBenchAgent(edgeUrl: string, localPort: number): Promi
     process.execPath,
     [
       ...nodeArgs,
-      fileURLToPath(new URL("../bin/tollgate.mjs", import.meta.url)),
+      fileURLToPath(new URL("../../bin/tollgate.mjs", import.meta.url)),
       "agent",
       "http",
       String(localPort),

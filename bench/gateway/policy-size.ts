@@ -11,15 +11,15 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { bundleWorker } from "./bundle.ts";
-import { fromEnv } from "./config.ts";
+import { bundleWorker } from "../shared/bundle.ts";
+import { fromEnv } from "../shared/config.ts";
 import { BARE_PATH, ENTRY_COUNTS, entriesPath, entryRouteFiles, EXPRESSION_ERROR_MARKER, manyFiles } from "./policy-size-files.ts";
-import { median } from "./stats.ts";
-import { measureAlternating, type RoundSample, type Target } from "./throughput.ts";
-import { startUpstream } from "./upstream.ts";
-import { hostWorker } from "./workerd.ts";
+import { median } from "../shared/stats.ts";
+import { measureAlternating, type RoundSample, type Target } from "../shared/throughput.ts";
+import { startUpstream } from "../shared/upstream.ts";
+import { hostWorker } from "../shared/workerd.ts";
 
-const ROOT = resolve(fileURLToPath(import.meta.url), "../..");
+const ROOT = resolve(fileURLToPath(import.meta.url), "../../..");
 
 export interface PolicySizeOptions {
   readonly connections: number;

@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/tunnel-profile.ts [small|download|upload …]`: CPU profiles of the tunnel relay under one
+ * `npx tsx bench/tunnel/tunnel-profile.ts [small|download|upload …]`: CPU profiles of the tunnel relay under one
  * workload at a time — workerd's through its inspector (V8's sampling profiler), the agent's with Node's
  * `--cpu-prof` — printed as the functions with the most self time in each. Profilers slow both processes:
  * use the shares, not the speed. BENCH_SECONDS (5) per workload; BENCH_PROFILE_OUT=dir keeps the profiles.
@@ -13,7 +13,7 @@ import { startBenchAgent } from "./tunnel-agent.ts";
 import { startBenchEdge } from "./tunnel-edge.ts";
 import { transfer } from "./tunnel-transfer.ts";
 import { startTunnelUpstream } from "./tunnel-upstream.ts";
-import { inspector, type Profile, selfTimes } from "./cpu-profile.ts";
+import { inspector, type Profile, selfTimes } from "../shared/cpu-profile.ts";
 
 const INSPECTOR_PORT = 9241;
 const TOP = 30;

@@ -1,15 +1,15 @@
 /**
- * The end-to-end accuracy run of the new limit forms: the accuracy run's bursty schedule (bench/accuracy.ts) on
+ * The end-to-end accuracy run of the new limit forms: the accuracy run's bursty schedule (bench/limiter/accuracy.ts) on
  * one bucket of the real Worker whose rate-limit charges a cost per request (random 0–5, from a header), decides
  * two windows all or nothing, and settles each admitted request's cost from its response (random 0–8, or
- * nothing: lost settles keep the estimate). Compared with the exact weighted log (bench/oracle.ts).
+ * nothing: lost settles keep the estimate). Compared with the exact weighted log (bench/limiter/oracle.ts).
  */
 
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type Burst, burstySchedule } from "./accuracy.ts";
 import { type ObservedWeightedAdmission, overAdmittedWeighted, type WeightedWindow, weightedLogRefusals } from "./oracle.ts";
-import { seededRandom } from "./stats.ts";
+import { seededRandom } from "../shared/stats.ts";
 
 /** Request headers the route's policy reads: the estimated cost, and the cost its settle reports. */
 export const COST_HEADER = "x-bench-cost";

@@ -1,5 +1,5 @@
 /**
- * The gateways bench/policy-size.ts measures, as policy files (path under the repository → text): routes with
+ * The gateways bench/gateway/policy-size.ts measures, as policy files (path under the repository → text): routes with
  * N entries before a rate limit, and gateways of many policy files for an isolate's first request.
  */
 

@@ -5,13 +5,13 @@
  * visible; through the real gateway the object call or the lease dominates. Usage: npm run bench:overrides
  */
 
-import { OverrideCache } from "../src/limiter/override-cache.ts";
-import { overrideServices } from "../src/limiter/override-service.ts";
-import { loadPolicy } from "../src/policy/compile.ts";
-import { type EvaluationLog, runPhase } from "../src/policy/evaluate.ts";
-import { EvaluationBudget } from "../src/policy/evaluation-budget.ts";
-import { initialVars } from "../src/policy/actions/index.ts";
-import type { ActionServices, Exchange, RateLimitCounter } from "../src/policy/exchange.ts";
+import { OverrideCache } from "../../src/limiter/override-cache.ts";
+import { overrideServices } from "../../src/limiter/override-service.ts";
+import { loadPolicy } from "../../src/policy/compile.ts";
+import { type EvaluationLog, runPhase } from "../../src/policy/evaluate.ts";
+import { EvaluationBudget } from "../../src/policy/evaluation-budget.ts";
+import { initialVars } from "../../src/policy/actions/index.ts";
+import type { ActionServices, Exchange, RateLimitCounter } from "../../src/policy/exchange.ts";
 
 const policy = loadPolicy(
   "inbound:\n  - actions:\n      - type: rate-limit\n        config: { name: per-client, capacity: 100, rate: 60s, bucket_key: [conn.client_ip] }\n",

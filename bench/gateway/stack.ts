@@ -8,12 +8,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { bundleWorker } from "./bundle.ts";
+import { bundleWorker } from "../shared/bundle.ts";
 import { benchPolicyFiles, LIMITS } from "./gateway-files.ts";
-import { startUpstream } from "./upstream.ts";
-import { hostWorker, type WorkerHost } from "./workerd.ts";
+import { startUpstream } from "../shared/upstream.ts";
+import { hostWorker, type WorkerHost } from "../shared/workerd.ts";
 
-const ROOT = resolve(fileURLToPath(import.meta.url), "../..");
+const ROOT = resolve(fileURLToPath(import.meta.url), "../../..");
 
 /** What src/gateway/limiter-client.ts logs when counting fails and the request proceeds uncounted. */
 export const FAIL_OPEN_MARKER = "rate-limit: counting failed";

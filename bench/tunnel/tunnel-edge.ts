@@ -10,11 +10,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { bundleWorker } from "./bundle.ts";
-import { childProcesses } from "./process-cpu.ts";
-import { hostWorker } from "./workerd.ts";
+import { bundleWorker } from "../shared/bundle.ts";
+import { childProcesses } from "../shared/process-cpu.ts";
+import { hostWorker } from "../shared/workerd.ts";
 
-const ROOT = fileURLToPath(new URL("../", import.meta.url));
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 export const DEV_KEY = "tgk_dev_local_only_0000000000000000";
 /** Host of the gateway route that proxies straight to the upstream. */
 export const DIRECT_HOST = "direct.bench";

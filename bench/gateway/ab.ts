@@ -21,15 +21,15 @@ import { execFileSync } from "node:child_process";
 import { cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { bundleWorker } from "./bundle.ts";
-import { fromEnv } from "./config.ts";
+import { bundleWorker } from "../shared/bundle.ts";
+import { fromEnv } from "../shared/config.ts";
 import { benchPolicyFiles, PATHS } from "./gateway-files.ts";
-import { runLoad } from "./load.ts";
-import { median } from "./stats.ts";
-import { startUpstream } from "./upstream.ts";
-import { hostWorker, type WorkerHost } from "./workerd.ts";
+import { runLoad } from "../shared/load.ts";
+import { median } from "../shared/stats.ts";
+import { startUpstream } from "../shared/upstream.ts";
+import { hostWorker, type WorkerHost } from "../shared/workerd.ts";
 
-const ROOT = resolve(fileURLToPath(import.meta.url), "../..");
+const ROOT = resolve(fileURLToPath(import.meta.url), "../../..");
 const USAGE =
   "usage: npm run bench:ab -- <A> <B>, each flood | allowed | rollout | bare | binding-flood | fixed-429 | tree=<dir>:<flood|allowed|rollout|bare> | worker=<file>";
 

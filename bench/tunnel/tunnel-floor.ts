@@ -11,12 +11,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { HEAP_GROWING_FLAG } from "../src/agent/heap-growth.ts";
-import { bundleWorker } from "./bundle.ts";
-import { hostWorker } from "./workerd.ts";
-import { childProcesses } from "./process-cpu.ts";
+import { HEAP_GROWING_FLAG } from "../../src/agent/heap-growth.ts";
+import { bundleWorker } from "../shared/bundle.ts";
+import { hostWorker } from "../shared/workerd.ts";
+import { childProcesses } from "../shared/process-cpu.ts";
 
-const ROOT = fileURLToPath(new URL("../", import.meta.url));
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 /** Host that makes the floor Worker fetch the upstream itself instead of relaying. */
 export const FLOOR_ORIGIN_HOST = "origin.floor";
 

@@ -7,7 +7,7 @@
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { busiestObservedWindow, overAdmittedObserved, slidingLogDecisions, type ObservedAdmission } from "./oracle.ts";
-import { seededRandom } from "./stats.ts";
+import { seededRandom } from "../shared/stats.ts";
 
 export interface Burst {
   /** Milliseconds after the start of the run. */

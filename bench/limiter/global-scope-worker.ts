@@ -1,13 +1,13 @@
 /**
- * Bench-only Worker entry (bench/global-scope.ts): Tollgate as it is, except that its RATE_LIMITER binding delays
+ * Bench-only Worker entry (bench/limiter/global-scope.ts): Tollgate as it is, except that its RATE_LIMITER binding delays
  * the calls of global buckets' objects by BENCH_GLOBAL_DELAY_MS each way, as if those objects were far away. Only
  * the binding is wrapped; no production module knows of it.
  */
 
-import tollgate from "../src/worker.ts";
-import type { Env } from "../src/env.ts";
+import tollgate from "../../src/worker.ts";
+import type { Env } from "../../src/env.ts";
 
-export * from "../src/worker.ts";
+export * from "../../src/worker.ts";
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

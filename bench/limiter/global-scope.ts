@@ -1,9 +1,9 @@
 /**
  * `npm run bench:global`: a `scope: global` bucket whose objects are far away (every call to them delayed
- * BENCH_GLOBAL_DELAY_MS each way, 50 by default, by a wrapper of the binding in bench/global-scope-worker.ts), against
+ * BENCH_GLOBAL_DELAY_MS each way, 50 by default, by a wrapper of the binding in bench/limiter/global-scope-worker.ts), against
  * a bare route and the seed's per-ingress bucket, in one workerd: allowed-path throughput and p99 once leasing; then
  * over-admission, which must be 0: a load run past a global capacity, and the bursty accuracy run checked against
- * the exact sliding log (bench/oracle.ts). Progress goes to stderr, results to stdout.
+ * the exact sliding log (bench/limiter/oracle.ts). Progress goes to stderr, results to stdout.
  */
 
 import { mkdtempSync, rmSync } from "node:fs";
@@ -11,18 +11,18 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { runAccuracy } from "./accuracy.ts";
-import { bundleWorker } from "./bundle.ts";
-import { ENV_HELP, fromEnv, readConfig } from "./config.ts";
-import { ACCURACY_BUCKET_HEADER } from "./gateway-files.ts";
-import { runLoad } from "./load.ts";
-import { checkLines, textTable } from "./report.ts";
-import { FAIL_OPEN_MARKER } from "./stack.ts";
-import { atLeast, atMost, caveatFor, exactly, summarize } from "./summary.ts";
-import { measureAlternating, type Target } from "./throughput.ts";
-import { startUpstream } from "./upstream.ts";
-import { hostWorker } from "./workerd.ts";
+import { bundleWorker } from "../shared/bundle.ts";
+import { ENV_HELP, fromEnv, readConfig } from "../shared/config.ts";
+import { ACCURACY_BUCKET_HEADER } from "../gateway/gateway-files.ts";
+import { runLoad } from "../shared/load.ts";
+import { checkLines, textTable } from "../shared/report.ts";
+import { FAIL_OPEN_MARKER } from "../gateway/stack.ts";
+import { atLeast, atMost, caveatFor, exactly, summarize } from "../shared/summary.ts";
+import { measureAlternating, type Target } from "../shared/throughput.ts";
+import { startUpstream } from "../shared/upstream.ts";
+import { hostWorker } from "../shared/workerd.ts";
 
-const ROOT = resolve(fileURLToPath(import.meta.url), "../..");
+const ROOT = resolve(fileURLToPath(import.meta.url), "../../..");
 const progress = (message: string) => process.stderr.write(`· ${message}\n`);
 
 /** Capacities: one no run reaches (the allowed path), one a load run passes, and the accuracy run's. */
@@ -82,7 +82,11 @@ const upstream = await startUpstream();
 const gateway = await hostWorker({
   name: "tollgate-global",
   wranglerConfig: join(ROOT, "wrangler.toml"),
-  script: await bundleWorker({ entry: join(ROOT, "bench/global-scope-worker.ts"), outdir: join(dir, "gateway"), policyFiles: policyFiles(upstream.origin) }),
+  script: await bundleWorker({
+    entry: join(ROOT, "bench/limiter/global-scope-worker.ts"),
+    outdir: join(dir, "gateway"),
+    policyFiles: policyFiles(upstream.origin),
+  }),
   vars: { TOLLGATE_DEBUG_STATS: "1", BENCH_GLOBAL_DELAY_MS: String(delayMs) },
   persistDir: join(dir, "state"),
   countLinesContaining: [FAIL_OPEN_MARKER],

@@ -4,7 +4,7 @@
  * requests under load (autocannon), then 10 MiB downloads and uploads, targets alternated round by round,
  * medians and per-round ratios; then a soak through the tunnel that samples the edge's and the agent's
  * memory. The edge is one workerd via Miniflare; the agent is the CLI in its own process. The relay floor
- * (bench/tunnel-floor.ts: the least relay this platform allows, and its own origin fetch) runs in the same
+ * (bench/tunnel/tunnel-floor.ts: the least relay this platform allows, and its own origin fetch) runs in the same
  * rounds, for context: what Tollgate adds, and what any relay through a Durable Object costs.
  * Settings: BENCH_CONNECTIONS (50), BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_TRANSFERS (3: per direction,
  * target and round), BENCH_SOAK_SECONDS (60; 0 skips), BENCH_PARTS (small,transfer,soak).
@@ -13,8 +13,8 @@
 
 import autocannon from "autocannon";
 import { cpus, loadavg } from "node:os";
-import { cpuSeconds } from "./process-cpu.ts";
-import { median } from "./stats.ts";
+import { cpuSeconds } from "../shared/process-cpu.ts";
+import { median } from "../shared/stats.ts";
 import { startBenchAgent } from "./tunnel-agent.ts";
 import { DIRECT_HOST, startBenchEdge } from "./tunnel-edge.ts";
 import { FLOOR_ORIGIN_HOST, startRelayFloor } from "./tunnel-floor.ts";

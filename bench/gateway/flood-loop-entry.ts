@@ -4,9 +4,9 @@
  * without the HTTP stack and the load generator sharing the machine's cores.
  */
 
-import gateway from "../src/worker.ts";
+import gateway from "../../src/worker.ts";
 
-export { AccountStore, CircuitBreaker, RateLimiter, TunnelHost, TunnelRegistry, TunnelSession } from "../src/worker.ts";
+export { AccountStore, CircuitBreaker, RateLimiter, TunnelHost, TunnelRegistry, TunnelSession } from "../../src/worker.ts";
 
 /** A 429 the size and shape of the gateway's own (the JSON envelope, retry-after, an operation id), built whole. */
 const ENVELOPE =

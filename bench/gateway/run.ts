@@ -7,15 +7,15 @@
 
 import { cpus, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
-import { runAccuracy } from "./accuracy.ts";
-import { costAccuracyLine, runCostAccuracy } from "./accuracy-costs.ts";
-import { measureAlgorithmAccuracy } from "./algorithm-accuracy.ts";
-import { ENV_HELP, readConfig } from "./config.ts";
+import { runAccuracy } from "../limiter/accuracy.ts";
+import { costAccuracyLine, runCostAccuracy } from "../limiter/accuracy-costs.ts";
+import { measureAlgorithmAccuracy } from "../limiter/algorithm-accuracy.ts";
+import { ENV_HELP, readConfig } from "../shared/config.ts";
 import { ACCURACY_BUCKET_HEADER, LIMITS, PATHS } from "./gateway-files.ts";
-import { accuracyLines, checkLines, markdownTable, textTable } from "./report.ts";
+import { accuracyLines, checkLines, markdownTable, textTable } from "../shared/report.ts";
 import { FAIL_OPEN_MARKER, startStack } from "./stack.ts";
-import { atLeast, atMost, caveatFor, exactly, roundRatio, summarize } from "./summary.ts";
-import { measureAlternating, type Target } from "./throughput.ts";
+import { atLeast, atMost, caveatFor, exactly, roundRatio, summarize } from "../shared/summary.ts";
+import { measureAlternating, type Target } from "../shared/throughput.ts";
 
 const progress = (message: string) => process.stderr.write(`· ${message}\n`);
 

@@ -33,7 +33,7 @@ export function readConfig(): BenchConfig {
   return {
     connections: fromEnv("BENCH_CONNECTIONS", 50, { min: 1 }),
     durationSeconds: fromEnv("BENCH_DURATION", 5, { min: 1 }),
-    // Even: every target runs as often early in its round as late (see bench/throughput.ts).
+    // Even: every target runs as often early in its round as late (see bench/shared/throughput.ts).
     rounds: fromEnv("BENCH_ROUNDS", 4, { min: 1 }),
     warmupSeconds: fromEnv("BENCH_WARMUP", 1),
     accuracySeconds: fromEnv("BENCH_ACCURACY_SECONDS", 100),

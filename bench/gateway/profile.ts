@@ -9,15 +9,15 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { bundleWorker } from "./bundle.ts";
-import { readConfig } from "./config.ts";
+import { bundleWorker } from "../shared/bundle.ts";
+import { readConfig } from "../shared/config.ts";
 import { benchPolicyFiles, PATHS } from "./gateway-files.ts";
-import { runLoad } from "./load.ts";
-import { startUpstream } from "./upstream.ts";
-import { hostWorker } from "./workerd.ts";
-import { inspector, type Profile, selfTimes } from "./cpu-profile.ts";
+import { runLoad } from "../shared/load.ts";
+import { startUpstream } from "../shared/upstream.ts";
+import { hostWorker } from "../shared/workerd.ts";
+import { inspector, type Profile, selfTimes } from "../shared/cpu-profile.ts";
 
-const ROOT = resolve(fileURLToPath(import.meta.url), "../..");
+const ROOT = resolve(fileURLToPath(import.meta.url), "../../..");
 const INSPECTOR_PORT = 9239;
 const TOP = 25;
 

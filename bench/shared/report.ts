@@ -1,7 +1,7 @@
 /** Renders the results: the console table, the target checks, the accuracy lines and a Markdown table for the README. */
 
-import type { AccuracyReport } from "./accuracy.ts";
-import type { AlgorithmAccuracy } from "./algorithm-accuracy.ts";
+import type { AccuracyReport } from "../limiter/accuracy.ts";
+import type { AlgorithmAccuracy } from "../limiter/algorithm-accuracy.ts";
 import type { Check, Row } from "./summary.ts";
 
 const COLUMNS = ["target", "req/s", "p50 ms", "p99 ms", "× bare", "CPU µs/req", "429 share", "retry-after on 429", "object calls / 429", "errors"] as const;

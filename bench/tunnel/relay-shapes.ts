@@ -13,14 +13,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { HEAP_GROWING_FLAG } from "../src/agent/heap-growth.ts";
-import { bundleWorker } from "./bundle.ts";
-import { hostWorker } from "./workerd.ts";
+import { HEAP_GROWING_FLAG } from "../../src/agent/heap-growth.ts";
+import { bundleWorker } from "../shared/bundle.ts";
+import { hostWorker } from "../shared/workerd.ts";
 import { startTunnelUpstream } from "./tunnel-upstream.ts";
 import { FLOOR_ORIGIN_HOST, startRelayFloor } from "./tunnel-floor.ts";
 import { transfer, type Direction, type TransferTarget } from "./tunnel-transfer.ts";
 
-const ROOT = fileURLToPath(new URL("../", import.meta.url));
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const rounds = Number(process.env.ROUNDS ?? 5);
 const directions = (process.env.DIRS ?? "download,upload").split(",") as Direction[];
 
