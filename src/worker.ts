@@ -102,7 +102,8 @@ const management = createManagementApp({
     // The pipeline named the ingress of the request that brought this call a moment ago, from its request.cf.
     ingress: (env, request) => settingsOf(env).ingressId || runtime.buckets.ingress.of(() => ingressId(env, request)),
   },
-  tunnels: { isOnline: async (env, accountId, tunnelId) => (await getOnlineTunnel(env, accountId, tunnelId)) !== undefined },
+  // a labeled tunnel (no URL of its own) runs no policy of its own: its traffic is a route's
+  tunnels: { isOnline: async (env, accountId, tunnelId) => (await getOnlineTunnel(env, accountId, tunnelId))?.public_url !== undefined },
 });
 
 /** The gateway's built-in upstreams: the management API, and the route modules stored through it. */

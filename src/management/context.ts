@@ -28,7 +28,7 @@ export interface DirectoryEdge {
  * layer imports no tunnel code for them.
  */
 export interface TunnelDirectory {
-  /** True when tunnel `tunnelId` is online and belongs to `accountId` (one registry call). */
+  /** True when tunnel `tunnelId` is online, belongs to `accountId` and has an endpoint (a policy of its own; one registry call). */
   isOnline(env: Env, accountId: string, tunnelId: string): Promise<boolean>;
 }
 

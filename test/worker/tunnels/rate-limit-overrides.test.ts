@@ -108,6 +108,9 @@ describe("a rate-limit override of a tunnel's policy", () => {
     const own = await callJson<{ id: string }>("POST", OVERRIDES, 201, { key: "other", json: { ...body, tunnel_id: theirs.id } });
     expect((await call("DELETE", `${OVERRIDES}/${own.id}`, { key: "other" })).status).toBe(204);
     await callError("POST", OVERRIDES, 404, 204, { key: "dev", json: { ...body, tunnel_id: "tn_2abcdefghijklmnopqrstuvwxyz" } });
+    // a labeled tunnel has no policy of its own (its traffic is a route's): nothing to override
+    const labeled = await agent.startOk({ proto: undefined, labels: { edge: "edghts_x", app: "api" } });
+    await callError("POST", OVERRIDES, 404, 204, { key: "other", json: { ...body, tunnel_id: labeled.id } });
     await callError("POST", OVERRIDES, 404, 204, { key: "dev", json: { ...body, tunnel_id: "tn_../../x" } });
     // nor read another account's tunnel's buckets back
     await callError("GET", `/tunnels/${theirs.id}/rate_limit_buckets?action=per-client&bucket_key=x`, 404, 204, { key: "dev" });
