@@ -102,7 +102,7 @@ export default defineConfig({
                 // Ceilings for a busy machine, not behaviour under test: a limiter object that answers late would
                 // let requests through (fail open) and a fake agent that sends no heartbeat would lose its session
                 // (after 3 intervals), both of which fail tests that are about something else. The test of the
-                // timeout sets its own; test/unit/session-liveness.test.ts covers missed heartbeats.
+                // timeout sets its own; test/unit/tunnels/session-liveness.test.ts covers missed heartbeats.
                 RATE_LIMIT_TIMEOUT_MS: "10000",
                 TUNNEL_HEARTBEAT_MS: "30000",
                 TUNNEL_BODY_CHANNEL_WAIT_MS: "3000",

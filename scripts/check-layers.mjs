@@ -14,7 +14,7 @@
  *
  * Imports are read with TypeScript's own scanner (ts.preProcessFile), so comments and strings never count.
  * Usage: node scripts/check-layers.mjs [--src <dir>]  (exit 1 and a list of findings when the shape is broken;
- * --src checks another tree, as test/unit/check-layers.test.ts does, and skips the stale-exception checks)
+ * --src checks another tree, as test/unit/scripts/check-layers.test.ts does, and skips the stale-exception checks)
  */
 
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";

@@ -44,7 +44,7 @@ import type { LeaseDecision, LeaseReturn, WindowDecision } from "./sliding-windo
 export const MAX_BUCKET_ID_LENGTH = 64;
 /**
  * Heap one remembered bucket costs at most: a Map entry, a 64-character one-byte string and a record of six
- * numbers (measured in V8: docs/benchmark.md#figures-behind-constants-in-the-code; test/unit/isolate-buckets.test.ts), rounded up.
+ * numbers (measured in V8: docs/benchmark.md#figures-behind-constants-in-the-code; test/unit/limiter/isolate-buckets.test.ts), rounded up.
  */
 export const BUCKET_ENTRY_BYTES = 256;
 /** Default memory bound of one isolate's bucket memory. */

@@ -16,7 +16,7 @@ function celValue(value: unknown): unknown {
 }
 
 function actionResults(exchange: Exchange): Map<string, unknown> {
-  // Read once per snapshot (test/unit/phase-variables.test.ts counts it).
+  // Read once per snapshot (test/unit/policy/phase-variables.test.ts counts it).
   const namespace = celValue(exchange.vars);
   return new Map([
     ["svc", namespace],
