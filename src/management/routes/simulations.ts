@@ -16,6 +16,7 @@ import {
 } from "../../policy/simulate/index.ts";
 import { readJsonObject, validate } from "../body.ts";
 import type { ManagementEnv } from "../context.ts";
+import { text } from "../text.ts";
 import { errorResponses, operation } from "../operation.ts";
 
 /** Issues the message lists; `details.issues` has them all. */
@@ -24,28 +25,28 @@ const MAX_ISSUES_IN_MESSAGE = 5;
 const json = <S extends z.ZodType>(schema: S) => ({ content: { "application/json": { schema } } });
 
 const headersDoc = z
-  .record(z.string(), z.union([z.string(), z.array(z.string())]))
+  .record(text(), z.union([text(), z.array(text())]))
   .openapi({ description: `Header name → value or list of values; at most ${MAX_SIMULATED_HEADERS} fields and 32 KiB of names and values.` });
 
 /** What the document says of the body; the handler validates with `simulationInputSchema`, which has the same fields. */
 const simulationCreate = z
   .object({
-    policy: z.string().openapi({
+    policy: text().openapi({
       description: `The candidate policy's text, YAML or JSON (at most ${MAX_SIMULATED_POLICY_CHARS} characters; then the bounds of any policy).`,
       example: "inbound:\n  - actions:\n      - type: rate-limit\n        config: { name: per-client, capacity: 2, rate: 60s }\n",
     }),
     origin: z.enum(["tenant", "operator"]).optional().openapi({ description: "Checked as a tunnel's policy (tenant, default) or a route's (operator)." }),
-    start: z.string().optional().openapi({ description: "RFC 3339 time of `at_ms` 0 (calendar windows count from it); default now." }),
+    start: text().optional().openapi({ description: "RFC 3339 time of `at_ms` 0 (calendar windows count from it); default now." }),
     requests: z
       .array(
         z.object({
-          method: z.string().openapi({ example: "GET" }),
-          url: z.string().openapi({ example: "https://api.example.com/items?page=2" }),
+          method: text().openapi({ example: "GET" }),
+          url: text().openapi({ example: "https://api.example.com/items?page=2" }),
           headers: headersDoc.optional(),
-          client_ip: z.string().optional().openapi({ example: "203.0.113.7" }),
+          client_ip: text().optional().openapi({ example: "203.0.113.7" }),
           at_ms: z.int().optional().openapi({ description: "Milliseconds after the first request's time; never decreasing. Default 0." }),
           response: z
-            .object({ status: z.int(), headers: headersDoc.optional(), body: z.string().optional() })
+            .object({ status: z.int(), headers: headersDoc.optional(), body: text().optional() })
             .optional()
             .openapi({ description: "The upstream's answer, for the response phase and settle_cost; absent: the request stops at the upstream." }),
         }),
@@ -104,8 +105,10 @@ operation(
   }),
   async (c) => {
     const body = await readJsonObject(c);
-    // The fields first, in this API's words (unknown field, the first bad value); then the policy.
+    // The fields first, in this API's words (unknown field, the first bad value, text that is not well-formed
+    // Unicode, as every field of this API); then the policy.
     validate(simulationInputSchema, body);
+    validate(simulationCreate, body);
     const result = await simulatePolicy(body);
     if (!result.ok) {
       const issues = result.issues.map((issue) => ({

@@ -162,3 +162,19 @@ describe("simulations per API key", () => {
     expect(statuses[10]).toBe(429);
   });
 });
+
+describe("text that is not well-formed Unicode", () => {
+  it("an unpaired surrogate in the policy or a header is refused 400, naming the field, before anything runs", async () => {
+    const policy = await callJson<{ msg: string }>("POST", "/traffic_policy_simulations", 400, {
+      key: "devSecond",
+      json: { policy: "inbound: []\n# \ud800", requests: [{ method: "GET", url: "https://api.example.com/" }] },
+    });
+    expect(policy.msg).toContain("'policy'");
+    expect(policy.msg).toContain("well-formed");
+    const header = await callJson<{ msg: string }>("POST", "/traffic_policy_simulations", 400, {
+      key: "devSecond",
+      json: { policy: "inbound: []\n", requests: [{ method: "GET", url: "https://api.example.com/", headers: { "x-a": "\udc00" } }] },
+    });
+    expect(header.msg).toContain("'requests[0].headers.x-a'");
+  });
+});
