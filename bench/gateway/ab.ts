@@ -16,11 +16,11 @@
  * Settings (environment): BENCH_AB_ROUNDS (12), BENCH_AB_SECONDS (4), BENCH_AB_CONNECTIONS (8 per target).
  */
 
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { bundleWorker } from "../shared/bundle.ts";
 import { fromEnv } from "../shared/config.ts";
 import { benchPolicyFiles, PATHS } from "./gateway-files.ts";
@@ -39,6 +39,8 @@ interface TargetSpec {
   readonly wranglerConfig: string;
   readonly path: string;
   readonly gateway: boolean;
+  /** The checkout a gateway target comes from (this one when absent). */
+  readonly dir?: string;
 }
 
 type GatewayRoute = keyof typeof PATHS;
@@ -81,7 +83,19 @@ function parseTarget(text: string): TargetSpec {
   const tree = /^tree=(.+):([a-z]+)$/.exec(text);
   const dir = tree ? resolve(tree[1]!) : ROOT;
   const route = gatewayRoute(tree ? tree[2]! : text);
-  return { label: text, entry: join(dir, "src/worker.ts"), wranglerConfig: join(dir, "wrangler.toml"), path: PATHS[route], gateway: true };
+  return { label: text, entry: join(dir, "src/worker.ts"), wranglerConfig: join(dir, "wrangler.toml"), path: PATHS[route], gateway: true, dir };
+}
+
+/**
+ * The bench policies a gateway is bundled with: another checkout's own (its policy language may lack what this
+ * tree's bench policies use, or have more), from wherever that checkout keeps them.
+ */
+async function policyFilesOf(dir: string, origin: string): Promise<Record<string, string>> {
+  if (dir === ROOT) return benchPolicyFiles(origin);
+  const file = ["bench/gateway/gateway-files.ts", "bench/gateway-files.ts"].map((path) => join(dir, path)).find((path) => existsSync(path));
+  if (!file) throw new Error(`${dir} has no bench/gateway-files.ts`);
+  const theirs = (await import(pathToFileURL(file).href)) as { benchPolicyFiles(origin: string): Record<string, string> };
+  return theirs.benchPolicyFiles(origin);
 }
 
 /** Pins every thread of `pid` to `cpu`; false when taskset is missing or refuses. */
@@ -112,7 +126,8 @@ const hosts: WorkerHost[] = [];
 try {
   for (const [index, spec] of specs.entries()) {
     const outdir = join(dir, `target-${index}`);
-    const script = await bundleWorker({ entry: spec.entry, outdir, policyFiles: spec.gateway ? benchPolicyFiles(upstream.origin) : undefined });
+    const policyFiles = spec.gateway ? await policyFilesOf(spec.dir ?? ROOT, upstream.origin) : undefined;
+    const script = await bundleWorker({ entry: spec.entry, outdir, policyFiles });
     hosts.push(await hostWorker({ name: `ab-${index}`, wranglerConfig: spec.wranglerConfig, script, persistDir: join(outdir, "state") }));
   }
   const pinned = cpus().length >= 2 && hosts.every((host) => host.pid !== undefined && pin(host.pid, 1)) && pin(process.pid, 0);
