@@ -9,37 +9,18 @@ import WebSocket from "ws";
 import { closeReason } from "../../close-reason.ts";
 import { EDGE_DECISIONS_VERSION } from "../../relay/edge-decision.ts";
 import { decodeFrames } from "../../relay/frame-codec.ts";
-import type { Frame, FrameOf, StreamFrame } from "../../relay/frames.ts";
+import type { Frame, FrameOf } from "../../relay/frames.ts";
 import { FrameOutbox } from "../../relay/framing.ts";
 import { HEARTBEAT_PING, HEARTBEAT_PONG, LARGE_DATA_CHUNK, MAX_DATA_CHUNK } from "../../relay/protocol.ts";
-import { backoffDelay, type BackoffOptions } from "./backoff.ts";
+import { backoffDelay } from "./backoff.ts";
 import { channelTarget, dialEdge, type BodyChannelTarget } from "./edge-endpoints.ts";
+import type { EdgeSessionOptions } from "./edge-session-options.ts";
 import { PendingRequests } from "./pending-requests.ts";
 import { EdgeRefusal, type SessionStatus } from "./session-status.ts";
 
 export type { BodyChannelTarget } from "./edge-endpoints.ts";
+export type { EdgeSessionOptions } from "./edge-session-options.ts";
 export { EdgeRefusal, type SessionState, type SessionStatus } from "./session-status.ts";
-
-export interface EdgeSessionOptions {
-  readonly serverAddr: string;
-  readonly apiKey: string;
-  readonly agentVersion: string;
-  readonly metadata?: string;
-  readonly backoff?: BackoffOptions;
-  /** How long to wait for theedge to answer hello, start or stop (default 15 s). */
-  readonly requestTimeoutMs?: number;
-  /** How long close() waits for the connection to end before cutting it (default CLOSE_FALLBACK_MS). */
-  readonly closeTimeoutMs?: number;
-  onStreamFrame(frame: StreamFrame): void;
-  /** The frames of one message have all been handed over. */
-  onBatchEnd?(): void;
-  /** The connection is gone: streams in flight cannot finish. */
-  onDisconnect(reason: string): void;
-  /** The edge took a tunnel offline on its own. */
-  onTunnelStopped?(tunnelId: string, reason: string): void;
-  /** A request to one of the session's tunnels that the edge answered itself (sampled at the edge). */
-  onEdgeDecision?(decision: FrameOf<"edge_decision">): void;
-}
 
 type StartRequest = Omit<FrameOf<"start_tunnel">, "type" | "request_id">;
 export type StartedTunnel = FrameOf<"tunnel_started">["tunnel"];
