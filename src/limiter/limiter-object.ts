@@ -3,7 +3,7 @@
  * a thin shell giving bucket-table.ts the object's SQLite table and the alarm that deletes expired rows. Callers
  * pass their clock (`now`, epoch ms), as the CircuitBreaker's do: the isolate that asks decides by the clock its
  * memory of leases and blocked buckets runs on, and tests drive both with one injected clock. The object reads
- * its own clock only to pace commits and for the alarm, which no caller starts.
+ * its own clock only for the alarm, which no caller starts.
  */
 
 import { DurableObject } from "cloudflare:workers";
@@ -24,14 +24,6 @@ export const MAX_TAKES_PER_CALL = 256;
  * reads rows (a thousandth of the price). See docs/rate-limits.md.
  */
 const EVICTION_INTERVAL_MS = 60_000;
-/**
- * A commit starts at least this long after the one before it. A call arriving at a quiet object is committed
- * after one macrotask; under load, the calls of this interval share one commit. Where storage commits block the
- * runtime's event loop (workerd outside Cloudflare writes each commit's SQLite file synchronously, with fsync),
- * commits per second are what a busy limiter costs, so spacing them is what lets throughput grow with clients.
- * It adds at most this much to a call's wait. docs/rate-limits.md has the measurements.
- */
-export const COMMIT_SPACING_MS = 8;
 
 /**
  * The object's schema (src/sqlite-migrations.ts), applied to a new object and to one whose storage `deleteAll`
@@ -97,8 +89,6 @@ export class RateLimiter extends DurableObject<Env> {
   private nextCommit: Promise<void> | undefined;
   /** Transactions written since the instance started (group commit makes it smaller than the calls counted). */
   commits = 0;
-  /** When the last commit was written (0: none yet): the next waits until COMMIT_SPACING_MS after it. */
-  private lastCommitAt = 0;
   /** Storage being cleared by the alarm: writes wait for it, so none lands in the table it drops. */
   private clearing: Promise<void> | undefined;
   /** The latest `now` a caller gave: isolates' clocks differ a little, and a bucket's time never runs back. */
@@ -196,15 +186,13 @@ export class RateLimiter extends DurableObject<Env> {
   /** The next write of the table's pending buckets, shared by every call decided before it starts. */
   private commit(): Promise<void> {
     this.nextCommit ??= (async () => {
-      // A macrotask at least, not a microtask: calls already delivered to the object are decided before it runs.
-      const wait = Math.max(0, this.lastCommitAt + COMMIT_SPACING_MS - Date.now());
-      await new Promise((resolve) => setTimeout(resolve, wait));
+      // A macrotask, not a microtask: calls already delivered to the object are decided before it runs.
+      await new Promise((resolve) => setTimeout(resolve, 0));
       await this.clearing;
       this.nextCommit = undefined;
       // One transaction: a write that fails leaves storage as it was, and the table goes back to it.
       const earliest = this.ctx.storage.transactionSync(() => this.table.flush());
       this.commits++;
-      this.lastCommitAt = Date.now();
       if (earliest !== undefined) this.scheduleEviction(earliest, Date.now());
     })();
     return this.nextCommit;
