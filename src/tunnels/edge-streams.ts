@@ -21,7 +21,6 @@ import { requestHead, type RelayRequest } from "./relay-request.ts";
 
 // what the session object and the public side name from here
 export type { StreamFailure } from "../relay/stream-table.ts";
-export { BODY_CHANNEL_ARRIVAL_MS } from "./edge-stream.ts";
 export { clientRequestHeaders } from "./relay-request.ts";
 
 export class EdgeStreams {

@@ -1,3 +1,3 @@
 /** How frames travel (src/relay/framing.ts), as the Worker's modules name it. */
 
-export { DataSequence, FrameOutbox, OrderedReceiver, type OrderedSink } from "../relay/framing.ts";
+export { FrameOutbox } from "../relay/framing.ts";

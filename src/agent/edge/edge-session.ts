@@ -20,7 +20,7 @@ import { EdgeRefusal, type SessionStatus } from "./session-status.ts";
 
 export type { BodyChannelTarget } from "./edge-endpoints.ts";
 export type { EdgeSessionOptions } from "./edge-session-options.ts";
-export { EdgeRefusal, type SessionState, type SessionStatus } from "./session-status.ts";
+export { EdgeRefusal, type SessionStatus } from "./session-status.ts";
 
 type StartRequest = Omit<FrameOf<"start_tunnel">, "type" | "request_id">;
 export type StartedTunnel = FrameOf<"tunnel_started">["tunnel"];
