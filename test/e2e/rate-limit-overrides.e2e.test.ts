@@ -6,6 +6,7 @@
 
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { DEV_KEY, Edge } from "./support/edge.ts";
+import { waitPast } from "../shared/wait-past.ts";
 
 let edge: Edge;
 
@@ -31,11 +32,6 @@ async function api(method: string, path: string, body?: unknown): Promise<{ stat
   const response = await fetch(`${edge.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await response.text();
   return { status: response.status, json: text ? JSON.parse(text) : undefined, answeredAt: Date.now() };
-}
-
-/** Sleeps until `time`: what is checked is the request sent after it, never how long anything took. */
-async function until(time: number): Promise<void> {
-  while (Date.now() < time) await new Promise((resolve) => setTimeout(resolve, Math.max(1, time - Date.now())));
 }
 
 describe("a live override on a busy bucket under wrangler dev", () => {
@@ -64,7 +60,7 @@ describe("a live override on a busy bucket under wrangler dev", () => {
         description: "e2e: raised",
       });
       expect(raised.status).toBe(201);
-      await until(raised.answeredAt + 1000);
+      await waitPast(raised.answeredAt + 1000);
       expect(await demo()).toEqual({ status: 200, policy: '"demo-per-client";q=100000;w=60' });
 
       // The bucket keeps counting under the raised limit: read back until it holds more than the next limit.
@@ -81,12 +77,12 @@ describe("a live override on a busy bucket under wrangler dev", () => {
 
       const lowered = await api("PATCH", `/rate_limit_overrides/${raised.json.id}`, { capacity: 50, rate: "60s" });
       expect(lowered.status).toBe(200);
-      await until(lowered.answeredAt + 1000);
+      await waitPast(lowered.answeredAt + 1000);
       expect(await demo()).toEqual({ status: 429, policy: '"demo-per-client";q=50;w=60' });
 
       const deleted = await api("DELETE", `/rate_limit_overrides/${raised.json.id}`);
       expect(deleted.status).toBe(204);
-      await until(deleted.answeredAt + 1000);
+      await waitPast(deleted.answeredAt + 1000);
       expect(await demo()).toEqual({ status: 429, policy: '"demo-per-client";q=5;w=60' });
     } finally {
       busy = false;

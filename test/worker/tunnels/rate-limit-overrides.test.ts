@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { call, callError, callJson } from "../management/helpers.ts";
 import { TEST_KEYS } from "../management/keys.ts";
 import { connectAgent, type FakeAgent, keptAliveTunnels, publicFetch } from "./fake-agent.ts";
+import { waitPast } from "../../shared/wait-past.ts";
 
 const OVERRIDES = "/rate_limit_overrides";
 const tunnels = keptAliveTunnels();
@@ -41,11 +42,6 @@ function serveOk(agent: FakeAgent): void {
       agent.send({ type: "end", stream: head.stream, count: 0 });
     }
   })();
-}
-
-/** Waits until the clock passes `time` (not an assertion: the property is about what happens after it). */
-async function until(time: number): Promise<void> {
-  while (Date.now() < time) await new Promise((resolve) => setTimeout(resolve, Math.max(1, time - Date.now())));
 }
 
 const label = (prefix: string) => `${prefix}-${Math.random().toString(36).slice(2, 10)}`;
@@ -82,7 +78,7 @@ describe("a rate-limit override of a tunnel's policy", () => {
     await callError("GET", `${OVERRIDES}/${created.id}`, 404, 204, { key: "other" });
     expect(await callJson("GET", `${OVERRIDES}/${created.id}`, 200, { key: "dev" })).toMatchObject({ tunnel_id: tunnel.id });
 
-    await until(answeredAt + 1000);
+    await waitPast(answeredAt + 1000);
     // 2 used: 3 more fit under 5 (the count was kept, not restarted), then refused.
     expect(await get()).toEqual({ status: 200, policy: '"per-client";q=5;w=60' });
     expect((await get()).status).toBe(200);
@@ -93,7 +89,7 @@ describe("a rate-limit override of a tunnel's policy", () => {
     expect(read.windows).toMatchObject([{ capacity: 5, used: 5, remaining: 0 }]);
 
     expect((await call("DELETE", `${OVERRIDES}/${created.id}`, { key: "devSecond" })).status).toBe(204);
-    await until(Date.now() + 1000);
+    await waitPast(Date.now() + 1000);
     expect(await get()).toEqual({ status: 429, policy: '"per-client";q=2;w=60' });
   });
 
