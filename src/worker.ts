@@ -77,7 +77,7 @@ async function onlineTunnelPolicy(env: Env, accountId: string, tunnelId: string)
   const claim = members.find((member) => member.tunnelId === tunnelId && member.accountId === accountId);
   if (!claim) return null;
   if (claim.trafficPolicy === undefined) return { inbound: [], outbound: [] };
-  // compiled here, not taken from the tunnels' cache: a read-back is rare, and the cache's copy may be wrapped
+  // compiled here, not taken from the tunnels' cache: a read-back is rare, and that cache is this isolate's, by host
   const compiled = compilePolicy(claim.trafficPolicy, { prefix: ["traffic_policy"] });
   return compiled.ok ? compiled.policy : null;
 }

@@ -63,11 +63,12 @@ export class DecisionTrails {
     return trail;
   }
 
+  /** `action` as it was (its type, and a rate limit's `limits` for reading buckets back), its run noting too. */
   private noting(action: CompiledAction, at: AnsweredBy): CompiledAction {
     const trails = this;
     if (action.type !== "rate-limit") {
       return {
-        type: action.type,
+        ...action,
         async run(exchange, services) {
           const answer = await action.run(exchange, services);
           if (answer) trails.trail(exchange).answeredBy = at;
@@ -76,7 +77,7 @@ export class DecisionTrails {
       };
     }
     return {
-      type: action.type,
+      ...action,
       async run(exchange, services) {
         let event: RateLimitEvent | undefined;
         const tee: DecisionSink = {
