@@ -3,7 +3,7 @@
  * against the variables of the exchange (`req`, `conn`, `res`, `actions`) and the gateway's macros.
  */
 
-import { celEnv, celError, celFunc, CelScalar, isCelError, listType, parse, plan, type CelResult, type CelValue } from "@bufbuild/cel";
+import { celEnv, celError, celFunc, CelScalar, isCelError, listType, parse, plan, type CelResult } from "@bufbuild/cel";
 import { strings } from "@bufbuild/cel/ext";
 import ipaddr from "ipaddr.js";
 import { type ActionRegistry, actionRegistry } from "./actions/index.ts";
@@ -11,6 +11,7 @@ import type { Exchange, Phase } from "./exchange.ts";
 import { activation, type Bindings } from "./cel-activation.ts";
 import { linearFunctions } from "./cel-linear.ts";
 import { CALL_UNITS, meteredEnv, meterIterations } from "./cel-meter.ts";
+import type { CompileExpressionResult, CompileValueExpressionResult, ExpressionCompiler } from "./compiled-expression.ts";
 import { BudgetExceeded } from "./evaluation-budget.ts";
 import { checkExpressionCost, checkExpressionText } from "./expression-cost.ts";
 import type { CompiledPattern } from "./regex.ts";
@@ -115,33 +116,7 @@ function typeContext(phase: Phase, actions: ActionRegistry, responseBody = false
 /** V8's Error, whose `stackTraceLimit` (how many frames a new Error captures) the Workers types leave out. */
 const v8Error = Error as ErrorConstructor & { stackTraceLimit: number };
 
-export interface CompiledExpression {
-  readonly source: string;
-  /** Distinct matches() patterns, compiled and kept with the expression. */
-  readonly patterns: number;
-  /**
-   * True/false; an evaluation error (a missing key, a type mismatch) is returned as a message. `bindings`:
-   * the variables of `exchange` as `activation` built them for this phase (built here when absent).
-   */
-  evaluate(exchange: Exchange, bindings?: Bindings): boolean | { error: string };
-}
-
-export type CompileExpressionResult = { ok: true; expression: CompiledExpression } | { ok: false; message: string };
-
-/** An expression of any result type (a `${…}` interpolation, a `set-vars` value). */
-export interface CompiledValueExpression {
-  readonly source: string;
-  /** Distinct matches() patterns, compiled and kept with the expression. */
-  readonly patterns: number;
-  /** The type the load-time checker gives the result (`dyn` when only the request can tell). */
-  readonly type: Type;
-  /** The value; an evaluation error (a missing key, the budget spent) is returned as a message. */
-  evaluate(exchange: Exchange, bindings?: Bindings): CelValue | { error: string };
-  /** Compiled with `responseBody`: whether it reads `res.body`, so the body must be read before it runs. */
-  readonly readsResponseBody?: boolean;
-}
-
-export type CompileValueExpressionResult = { ok: true; expression: CompiledValueExpression } | { ok: false; message: string };
+export type { CompiledExpression, CompiledValueExpression } from "./compiled-expression.ts";
 
 /** What an expression is checked against besides its phase. */
 export interface ExpressionOptions {
@@ -204,6 +179,17 @@ export function compileExpression(
         return result;
       },
     },
+  };
+}
+
+/**
+ * The compiler a policy hands its actions (ActionContext.expressions): their own expressions are checked against
+ * the same registry as the policy's entries, default the gateway's.
+ */
+export function expressionCompiler(actions: ActionRegistry = actionRegistry): ExpressionCompiler {
+  return {
+    condition: (source, phase) => compileExpression(source, phase, { actions }),
+    value: (source, phase, { responseBody } = {}) => compileValueExpression(source, phase, { responseBody, actions }),
   };
 }
 

@@ -1,6 +1,6 @@
 /** Text → validated document → compiled policy. Everything that can be wrong is found here, never per request. */
 
-import { compileExpression, type CompiledExpression } from "./cel.ts";
+import { compileExpression, type CompiledExpression, expressionCompiler } from "./cel.ts";
 import { type ActionDefinition, type ActionRegistry, actionRegistry, type CompiledAction } from "./actions/index.ts";
 import { measureDocument } from "./document-bounds.ts";
 import type { Phase } from "./exchange.ts";
@@ -78,6 +78,8 @@ export function compilePolicy(value: unknown, options: CompileOptions = {}): Com
   }
 
   const issues: PolicyIssue[] = [];
+  // Entries and actions alike check their expressions against `registry`.
+  const compiler = expressionCompiler(registry);
   // Actions counted against their type's per-policy bound, both phases together.
   const counted = new Map<ActionDefinition, number>();
   const compilePhase = (phase: Phase, entries: readonly EntryDocument[]): CompiledEntry[] =>
@@ -87,7 +89,7 @@ export function compilePolicy(value: unknown, options: CompileOptions = {}): Com
       const documentPath = [...prefix, keys[phase], entryIndex];
       const expressions: CompiledExpression[] = [];
       (entry.expressions ?? []).forEach((source, index) => {
-        const result = compileExpression(source, phase, { actions: registry });
+        const result = compiler.condition(source, phase);
         if (result.ok) expressions.push(result.expression);
         else {
           const path = [...documentPath, "expressions", index];
@@ -107,14 +109,15 @@ export function compilePolicy(value: unknown, options: CompileOptions = {}): Com
             issues.push({ ...place(path), path, message: bound.message });
           }
         }
-        const problem = definition.check?.(config, { phase, position, origin: options.origin });
+        const context = { phase, position, origin: options.origin, expressions: compiler };
+        const problem = definition.check?.(config, context);
         if (problem) {
           const path = [...documentPath, "actions", actionIndex, "config", ...problem.path];
           issues.push({ ...place(path), path, message: problem.message });
           // The policy does not load; compiling what the check refused could only fail.
           return { type: action.type, run: () => undefined };
         }
-        return definition.compile(config, { phase, position, origin: options.origin });
+        return definition.compile(config, context);
       });
       return Object.freeze({ name: entry.name, expressions, actions });
     });

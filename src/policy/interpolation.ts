@@ -22,7 +22,7 @@ export interface ValueExpression {
   evaluate(exchange: Exchange, bindings?: Bindings): ValueResult;
 }
 
-/** Compiles one expression of any result type for `phase` (cel.ts's compileValueExpression). */
+/** Compiles one expression of any result type for `phase` (an ActionContext's `expressions.value`). */
 export type ValueCompiler = (source: string, phase: Phase) => { ok: true; expression: ValueExpression } | { ok: false; message: string };
 
 /** True for the failure a ValueExpression returns (a plain `{ error }`, never a CEL value). */

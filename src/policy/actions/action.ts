@@ -1,6 +1,7 @@
 /** What every action type provides: a config schema and a compiler from config to a runnable step. */
 
 import type { z } from "zod";
+import type { ExpressionCompiler } from "../compiled-expression.ts";
 import type { ActionServices, Exchange, Phase } from "../exchange.ts";
 import type { ActionResults } from "./results.ts";
 
@@ -13,6 +14,12 @@ export interface ActionContext {
    * tunnel). Absent: a tenant.
    */
   readonly origin?: "tenant" | "operator";
+  /**
+   * Compiles the action's own expressions (`${…}` fields, a rate-limit's cost and key), checked against the
+   * registry the policy compiles with. Handed in rather than imported: cel.ts reads the registry, which
+   * imports the actions.
+   */
+  readonly expressions: ExpressionCompiler;
 }
 
 export interface CompiledAction {

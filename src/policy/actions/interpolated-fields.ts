@@ -6,11 +6,10 @@
 
 import { activation, type Bindings } from "../cel-activation.ts";
 import { BudgetExceeded } from "../evaluation-budget.ts";
-import { compileValueExpression } from "../cel.ts";
 import type { ActionServices, Exchange } from "../exchange.ts";
 import type { InterpolationLog } from "../exchange.ts";
 import { ExpressionErrorLog } from "../expression-error-log.ts";
-import { compileTemplate, type CompiledTemplate, type InterpolationFailed, type ValueCompiler } from "../interpolation.ts";
+import { compileTemplate, type CompiledTemplate, type InterpolationFailed } from "../interpolation.ts";
 import { formatPath, type PathSegment } from "../issues.ts";
 import type { ActionContext } from "./action.ts";
 
@@ -29,14 +28,10 @@ export type CompiledFields = { ok: true; fields: InterpolatedField[] } | { ok: f
 const fallbackLog: InterpolationLog = new ExpressionErrorLog();
 
 /** Compiles the texts at `paths` of an action's config; the first that does not compile is a located message. */
-export function compileFields(
-  texts: ReadonlyArray<readonly [path: readonly PathSegment[], text: string]>,
-  context: ActionContext,
-  compile: ValueCompiler = compileValueExpression,
-): CompiledFields {
+export function compileFields(texts: ReadonlyArray<readonly [path: readonly PathSegment[], text: string]>, context: ActionContext): CompiledFields {
   const fields: InterpolatedField[] = [];
   for (const [path, text] of texts) {
-    const compiled = compileTemplate(text, context.phase, compile);
+    const compiled = compileTemplate(text, context.phase, context.expressions.value);
     if (!compiled.ok) return { ok: false, path, message: compiled.message };
     fields.push({ path, where: `${context.position}.${formatPath(["config", ...path])}`, template: compiled.template });
   }

@@ -6,10 +6,11 @@
  */
 
 import { isCelUint } from "@bufbuild/cel";
-import { compileValueExpression, type CompiledValueExpression } from "../cel.ts";
 import { display, type Type } from "../cel-types.ts";
 import { clientIpBucket } from "../client-ip-bucket.ts";
-import type { Exchange, Phase } from "../exchange.ts";
+import type { CompiledValueExpression } from "../compiled-expression.ts";
+import type { Exchange } from "../exchange.ts";
+import type { ActionContext } from "./action.ts";
 
 /** Longest value of one CEL element, in UTF-16 code units: a longer one fails like an evaluation error. */
 export const MAX_KEY_ELEMENT_CHARS = 16_384;
@@ -92,10 +93,13 @@ function keyText(value: unknown): string | { error: string } {
 type Element = { readonly seed: SeedReader } | { readonly expression: CompiledValueExpression };
 
 /**
- * Compiles the elements for `phase`; or the first one that cannot name a bucket, by its index and why (a CEL
- * syntax or type error, or a result that is no string, such as a list).
+ * Compiles the elements for the context's phase; or the first one that cannot name a bucket, by its index and
+ * why (a CEL syntax or type error, or a result that is no string, such as a list).
  */
-export function compileBucketKey(elements: readonly string[], phase: Phase): { key: CompiledBucketKey } | { index: number; message: string } {
+export function compileBucketKey(
+  elements: readonly string[],
+  { phase, expressions }: Pick<ActionContext, "phase" | "expressions">,
+): { key: CompiledBucketKey } | { index: number; message: string } {
   const compiled: Element[] = [];
   for (const [index, element] of elements.entries()) {
     const seed = seedReader(element);
@@ -103,7 +107,7 @@ export function compileBucketKey(elements: readonly string[], phase: Phase): { k
       compiled.push({ seed });
       continue;
     }
-    const result = compileValueExpression(element, phase);
+    const result = expressions.value(element, phase);
     if (!result.ok) return { index, message: result.message };
     const refusal = refusedType(result.expression.type);
     if (refusal) return { index, message: refusal };

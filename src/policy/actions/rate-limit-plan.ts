@@ -7,8 +7,9 @@
 import type { LimitOverride } from "../../limiter/override-match.ts";
 import type { WindowSpec } from "../../limiter/sliding-window.ts";
 import { isCalendar, type LimitSpec, MAX_COST, type WindowRule } from "../../limiter/window-rules.ts";
-import { type CompiledExpression, type CompiledValueExpression, compileExpression, compileValueExpression } from "../cel.ts";
-import type { Exchange, Phase } from "../exchange.ts";
+import type { CompiledExpression, CompiledValueExpression } from "../compiled-expression.ts";
+import type { Exchange } from "../exchange.ts";
+import type { ActionContext } from "./action.ts";
 import { ruleOf, type WindowDocument, windowLabel } from "./rate-limit-windows.ts";
 
 export interface PlannedWindow {
@@ -48,11 +49,15 @@ type Located = { readonly path: ReadonlyArray<string | number>; readonly message
 export type CostPlan = { readonly fixed: number } | { readonly expression: CompiledValueExpression };
 
 /** Tiers in order, then the fallback (windows, or capacity + rate), compiled; or the first CEL problem, located. */
-export function planLimits(config: RateLimitShape, name: string, phase: Phase): { plans: LimitPlan[]; cost: CostPlan } | Located {
+export function planLimits(
+  config: RateLimitShape,
+  name: string,
+  { phase, expressions }: Pick<ActionContext, "phase" | "expressions">,
+): { plans: LimitPlan[]; cost: CostPlan } | Located {
   let cost: CostPlan = { fixed: 1 };
   if (typeof config.cost === "number") cost = { fixed: config.cost };
   else if (typeof config.cost === "string") {
-    const compiled = compileValueExpression(config.cost, phase);
+    const compiled = expressions.value(config.cost, phase);
     if (!compiled.ok) return { path: ["cost"], message: compiled.message };
     cost = { expression: compiled.expression };
   }
@@ -62,7 +67,7 @@ export function planLimits(config: RateLimitShape, name: string, phase: Phase): 
   for (const [index, tier] of (config.tiers ?? []).entries()) {
     let when: CompiledExpression | undefined;
     if (tier.when !== undefined) {
-      const compiled = compileExpression(tier.when, phase);
+      const compiled = expressions.condition(tier.when, phase);
       if (!compiled.ok) return { path: ["tiers", index, "when"], message: compiled.message };
       when = compiled.expression;
     }

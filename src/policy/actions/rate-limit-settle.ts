@@ -7,18 +7,22 @@
 
 import { activation } from "../cel-activation.ts";
 import { BudgetExceeded } from "../evaluation-budget.ts";
-import { type CompiledValueExpression, compileValueExpression } from "../cel.ts";
-import type { CountResult, Exchange, Phase, ResponseSettle } from "../exchange.ts";
+import type { CompiledValueExpression } from "../compiled-expression.ts";
+import type { CountResult, Exchange, ResponseSettle } from "../exchange.ts";
 import { headerMap } from "../variables/header-map.ts";
+import type { ActionContext } from "./action.ts";
 import { costOf } from "./rate-limit-plan.ts";
 
 type Located = { readonly path: ReadonlyArray<string | number>; readonly message: string };
 
 /** `settle_cost` compiled (undefined: none), or where it fails: a bad expression, or a rate-limit on the response. */
-export function compileSettleCost(source: string | undefined, phase: Phase): CompiledValueExpression | Located | undefined {
+export function compileSettleCost(
+  source: string | undefined,
+  { phase, expressions }: Pick<ActionContext, "phase" | "expressions">,
+): CompiledValueExpression | Located | undefined {
   if (source === undefined) return undefined;
   if (phase !== "inbound") return { path: ["settle_cost"], message: "is for a rate-limit on the request (inbound): the response settles what it reserved" };
-  const compiled = compileValueExpression(source, "outbound", { responseBody: true });
+  const compiled = expressions.value(source, "outbound", { responseBody: true });
   return compiled.ok ? compiled.expression : { path: ["settle_cost"], message: compiled.message };
 }
 

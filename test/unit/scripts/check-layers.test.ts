@@ -77,4 +77,17 @@ describe("check:layers", () => {
     expect(status).toBe(1);
     expect(output).toContain("layer: src/gateway/pipeline.ts imports src/tunnels/edge-streams.ts (gateway → tunnels); wire the two in src/worker.ts instead");
   });
+
+  it("fails on an import cycle, a type-only import included, naming one loop of it", () => {
+    const { status, output } = check({
+      ...shaped,
+      "policy/cel.ts": 'import { registry } from "./actions/index.ts";\nexport const compile = registry;\n',
+      "policy/actions/index.ts": 'import { rateLimit } from "./rate-limit.ts";\nexport const registry = [rateLimit];\n',
+      "policy/actions/rate-limit.ts": 'import type { compile } from "../cel.ts";\nexport const rateLimit = 1;\n',
+    });
+    expect(status).toBe(1);
+    expect(output).toContain(
+      "cycle among 3 modules (src/policy/actions/index.ts, src/policy/actions/rate-limit.ts, src/policy/cel.ts), e.g. policy/actions/index.ts → policy/actions/rate-limit.ts → policy/cel.ts → policy/actions/index.ts",
+    );
+  });
 });

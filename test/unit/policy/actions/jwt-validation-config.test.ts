@@ -5,6 +5,7 @@
 
 import { describe, expect, it } from "vitest";
 import { jwtValidationAction, jwtValidationConfig, MAX_INLINE_KEYS, MAX_JWKS_URLS } from "../../../../src/policy/actions/jwt-validation.ts";
+import { expressionCompiler } from "../../../../src/policy/cel.ts";
 import type { ActionServices, Exchange } from "../../../../src/policy/exchange.ts";
 import { RequestBody } from "../../../../src/policy/request-body.ts";
 import { claims, newKey } from "../../support/jwt-signer.ts";
@@ -121,11 +122,11 @@ describe("jwt-validation config", () => {
       http: { tokens: [{ type: "jwt", method: "header", name: "Authorization" }] },
       jws: { allowed_algorithms: ["RS256"], keys: { sources: { additional_jkus: ["http://127.0.0.1:9/jwks"] } } },
     });
-    expect(jwtValidationAction.check?.(config, { phase: "inbound", position: "p", origin: "tenant" })).toEqual({
+    expect(jwtValidationAction.check?.(config, { phase: "inbound", position: "p", origin: "tenant", expressions: expressionCompiler() })).toEqual({
       path: ["jws", "keys", "sources", "additional_jkus", 0],
       message: "must be an https:// URL in a tunnel's policy",
     });
-    expect(jwtValidationAction.check?.(config, { phase: "inbound", position: "p", origin: "operator" })).toBeUndefined();
+    expect(jwtValidationAction.check?.(config, { phase: "inbound", position: "p", origin: "operator", expressions: expressionCompiler() })).toBeUndefined();
   });
 });
 
@@ -140,7 +141,7 @@ describe("jwt-validation on an exchange", () => {
         http: { tokens },
         jws: { allowed_algorithms: ["ES256"], keys: { sources: { inline: [key.jwk] } } },
       }),
-      { phase: "inbound", position: "inbound[0].actions[0]" },
+      { phase: "inbound", position: "inbound[0].actions[0]", expressions: expressionCompiler() },
     );
 
   it("sets claims, tokens and an empty error for a verified token", async () => {

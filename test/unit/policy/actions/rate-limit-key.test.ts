@@ -8,11 +8,15 @@ import {
   MAX_KEY_ELEMENT_CHARS,
   MAX_KEY_ERROR_CHARS,
 } from "../../../../src/policy/actions/rate-limit-key.ts";
+import { expressionCompiler } from "../../../../src/policy/cel.ts";
 import { EvaluationBudget, MAX_CEL_WORK_PER_REQUEST } from "../../../../src/policy/evaluation-budget.ts";
 import { makeExchange } from "../../support/exchange.ts";
 
+/** The phase and the gateway's expression compiler, as the policy compiler hands them to a rate-limit action. */
+const inbound = { phase: "inbound", expressions: expressionCompiler() } as const;
+
 function keyOf(...elements: string[]): CompiledBucketKey {
-  const compiled = compileBucketKey(elements, "inbound");
+  const compiled = compileBucketKey(elements, inbound);
   if (!("key" in compiled)) throw new Error(compiled.message);
   return compiled.key;
 }
@@ -62,12 +66,12 @@ describe("bucket_key", () => {
   });
 
   it("a list, a map or a double is refused at load, naming the element", () => {
-    expect(compileBucketKey(["conn.client_ip", "req.url.query_params['plan']"], "inbound")).toEqual({
+    expect(compileBucketKey(["conn.client_ip", "req.url.query_params['plan']"], inbound)).toEqual({
       index: 1,
       message: "must be a CEL expression yielding a string (or an int, uint or bool), and this one is list(string) (take one element, such as [0])",
     });
-    expect(compileBucketKey(["1.5"], "inbound")).toMatchObject({ index: 0, message: expect.stringContaining("this one is double") });
-    expect(compileBucketKey(["req.headers"], "inbound")).toMatchObject({ index: 0, message: expect.stringContaining("map(string, list(string))") });
+    expect(compileBucketKey(["1.5"], inbound)).toMatchObject({ index: 0, message: expect.stringContaining("this one is double") });
+    expect(compileBucketKey(["req.headers"], inbound)).toMatchObject({ index: 0, message: expect.stringContaining("map(string, list(string))") });
   });
 });
 
@@ -95,7 +99,7 @@ describe("bucket_key against hostile values", () => {
   });
 
   it("an expression that would never end is refused at load when its cost grows with the square of the request", () => {
-    expect(compileBucketKey(["req.url.path.split('').map(c, req.url.path).join('')"], "inbound")).toMatchObject({
+    expect(compileBucketKey(["req.url.path.split('').map(c, req.url.path).join('')"], inbound)).toMatchObject({
       index: 0,
       message: expect.stringContaining("its cost would grow with the square of the request"),
     });
@@ -110,6 +114,6 @@ describe("bucket_key against hostile values", () => {
   });
 
   it("nested comprehensions are refused at load", () => {
-    expect(compileBucketKey(["[1].map(x, [1].map(y, 'k'))[0][0]"], "inbound")).toMatchObject({ index: 0, message: expect.stringContaining("nest deeper") });
+    expect(compileBucketKey(["[1].map(x, [1].map(y, 'k'))[0][0]"], inbound)).toMatchObject({ index: 0, message: expect.stringContaining("nest deeper") });
   });
 });

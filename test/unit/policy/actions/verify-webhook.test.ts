@@ -3,6 +3,7 @@
 import { createHmac } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { MAX_WEBHOOK_SECRET_CHARS, verifyWebhookAction, verifyWebhookConfig } from "../../../../src/policy/actions/verify-webhook.ts";
+import { expressionCompiler } from "../../../../src/policy/cel.ts";
 import type { ActionServices, Exchange } from "../../../../src/policy/exchange.ts";
 import { MAX_READ_BODY_BYTES, RequestBody } from "../../../../src/policy/request-body.ts";
 import { runPhase } from "../../../../src/policy/evaluate.ts";
@@ -36,7 +37,7 @@ function exchangeWith(body: RequestBody, headers: Record<string, string> = {}): 
 const signed = (body: Uint8Array) => ({ "x-hub-signature-256": `sha256=${createHmac("sha256", SECRET).update(body).digest("hex")}` });
 
 const action = (config: Record<string, unknown>, phase: "inbound" | "outbound" = "inbound") =>
-  verifyWebhookAction.compile(verifyWebhookConfig.parse(config), { phase, position: "inbound[0].actions[0]" });
+  verifyWebhookAction.compile(verifyWebhookConfig.parse(config), { phase, position: "inbound[0].actions[0]", expressions: expressionCompiler() });
 
 describe("RequestBody", () => {
   it("reads once: every caller gets the same bytes, and they are what is sent on", async () => {
@@ -122,7 +123,11 @@ describe("verify-webhook", () => {
 
   it("refuses to run outbound, where ngrok does not run it either", () => {
     expect(
-      verifyWebhookAction.check?.(verifyWebhookConfig.parse({ provider: "github", secret: "s" }), { phase: "outbound", position: "outbound[0].actions[0]" }),
+      verifyWebhookAction.check?.(verifyWebhookConfig.parse({ provider: "github", secret: "s" }), {
+        phase: "outbound",
+        position: "outbound[0].actions[0]",
+        expressions: expressionCompiler(),
+      }),
     ).toEqual({
       path: [],
       message: "runs only on requests (inbound, ngrok's on_http_request), as ngrok's does",
