@@ -11,7 +11,8 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { spawnGroup, stopGroup } from "../support/processes.ts";
-import { Edge, freePort } from "./support/edge.ts";
+import { freePort } from "../support/free-port.ts";
+import { Edge } from "./support/edge.ts";
 import { fetchPublic } from "./support/public-client.ts";
 
 const SUBDOMAIN = "pooled-e2e";

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { freePort } from "./support/edge.ts";
+import { freePort } from "../support/free-port.ts";
 import { groupAlive, RECORDS_ENV, spawnGroup, stopGroup } from "../support/processes.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));

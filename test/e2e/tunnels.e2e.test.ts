@@ -15,7 +15,8 @@ import { startAgent, type Agent } from "../../src/agent/agent.ts";
 import { parseAgentConfig } from "../../src/agent/settings/load.ts";
 import { ngrokClient, type NgrokClient, type NgrokClientError } from "../agent/support/ngrok-client.ts";
 import { closedPort, patternBytes, sha256, startUpstream, type Upstream } from "../support/upstream.ts";
-import { Edge, freePort } from "./support/edge.ts";
+import { freePort } from "../support/free-port.ts";
+import { Edge } from "./support/edge.ts";
 import { fetchPublic, jsonOf, openPublic } from "./support/public-client.ts";
 
 const TEN_MIB = 10 * 1024 * 1024;

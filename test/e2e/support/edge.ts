@@ -7,23 +7,15 @@ import type { ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import { createWriteStream } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { freePort } from "../../support/free-port.ts";
 import { spawnGroup, stopGroup } from "../../support/processes.ts";
 
 export const DEV_KEY = "tgk_dev_local_only_0000000000000000";
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const WRANGLER = join(ROOT, "node_modules/wrangler/bin/wrangler.js");
-
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 export interface EdgeOptions {
   /** Milliseconds between agent heartbeats; short so a silent agent goes offline within seconds. */
