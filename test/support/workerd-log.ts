@@ -10,7 +10,7 @@
 import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Reporter, TestRunEndReason, Vite } from "vitest/node";
+import type { Reporter, SerializedError, TestModule, TestRunEndReason, Vite } from "vitest/node";
 
 /** Where workerd's lines go; test-artifacts/ is ignored by git. */
 const WORKERD_LOG = fileURLToPath(new URL("../../test-artifacts/workerd.log", import.meta.url));
@@ -54,12 +54,44 @@ class WorkerdLogReporter implements Reporter {
     writeFileSync(WORKERD_LOG, "");
   }
 
-  onTestRunEnd(_modules: unknown, _errors: unknown, reason: TestRunEndReason): void {
+  onTestRunEnd(modules: ReadonlyArray<TestModule>, errors: ReadonlyArray<SerializedError>, reason: TestRunEndReason): void {
     if (reason !== "failed") return;
     const log = readFileSync(WORKERD_LOG, "utf8");
-    if (log === "") return;
-    process.stdout.write(`\nworkerd's own log during this run (${WORKERD_LOG}):\n${log}`);
+    if (log !== "") {
+      // Only the end: a CI report shows the tail of the output, and what failed must be in it (printed next).
+      const lines = log.trimEnd().split("\n");
+      const shown = lines.slice(-WORKERD_LOG_TAIL_LINES).join("\n");
+      process.stdout.write(
+        `\nworkerd's own log during this run, its last ${Math.min(lines.length, WORKERD_LOG_TAIL_LINES)} of ` +
+          `${lines.length} lines (all of it in ${WORKERD_LOG}):\n${shown}\n`,
+      );
+    }
+    process.stdout.write(`\n${failureRecap(modules, errors)}\n`);
   }
+}
+
+/** How many of workerd's last lines a failed run prints. */
+const WORKERD_LOG_TAIL_LINES = 40;
+
+/** What failed, in a few lines, so that it is the last thing a failed run prints. */
+function failureRecap(modules: ReadonlyArray<TestModule>, errors: ReadonlyArray<SerializedError>): string {
+  const lines = ["What failed in this run:"];
+  for (const module of modules) {
+    const failedTests = [...module.children.allTests("failed")];
+    if (failedTests.length === 0 && module.state() !== "failed") continue;
+    lines.push(`  ${module.moduleId}`);
+    for (const error of module.errors()) lines.push(`    (file) ${firstLine(error.message)}`);
+    for (const test of failedTests) {
+      lines.push(`    ${test.fullName}: ${firstLine(test.result().errors?.[0]?.message)}`);
+    }
+  }
+  for (const error of errors) lines.push(`  unhandled: ${firstLine(error.message ?? String(error))}`);
+  if (lines.length === 1) lines.push("  no test failed; vitest reported the run as failed (see its summary above)");
+  return lines.join("\n");
+}
+
+function firstLine(message: string | undefined): string {
+  return (message ?? "(no message)").split("\n")[0].slice(0, 300);
 }
 
 /** The plugin for the worker tests' project. */
