@@ -128,7 +128,7 @@ async function serve({ request, env, ctx, url, settings }: RequestContext): Prom
   // Tunnel hosts (<label>.TUNNEL_DOMAIN) and the agent endpoint, before the gateway's routes.
   const tunnel = routeTunnelTraffic({ request, env, url, tunnelDomain: settings.tunnelDomain, afterResponse: ctx }, tunnels);
   if (tunnel) return tunnel;
-  return handleGatewayRequest(request, env, ctx, loaded.gateway.routes, upstreamHandlers, runtime, url);
+  return handleGatewayRequest(request, { env, ctx, routes: loaded.gateway.routes, handlers: upstreamHandlers, isolate: runtime }, url);
 }
 
 /** The request's context, or the 500 that names the bad setting: a gateway misconfigured serves nothing. */

@@ -75,7 +75,7 @@ export async function runThroughPolicy(
     forwardInternal:
       internal &&
       (async (to) => {
-        const result = await forwardInternal(request, view, env, isolate, target.scope, internal, exchange, to, afterResponse, chain);
+        const result = await forwardInternal({ client: request, view, exchange, env, isolate, scope: target.scope, passage }, internal, to);
         if (result.ok) forwarded = result.response;
         return result;
       }),
@@ -85,7 +85,7 @@ export async function runThroughPolicy(
   const services: ActionServices = {
     ...(isolate.rateLimitServices?.of(env, ingress, isolate.buckets) ?? rateLimitServices(env, ingress, isolate.buckets)),
     interpolationErrors: isolate.expressionErrors,
-    breakers: policyCircuits(env, afterResponse, isolate.breakers, ingress),
+    breakers: policyCircuits({ env, memory: isolate.breakers, afterResponse }, ingress),
     overrides: isolate.limitOverrides?.(env),
   };
 
@@ -128,23 +128,24 @@ async function observeUpstream(observers: NonNullable<Exchange["upstreamObserver
   await Promise.all(observers.map((observe) => observe(status)));
 }
 
+/** One request in its policy run, as forward-internal sends it on: `scope` is its target's, `passage` how it came. */
+interface PolicyRun {
+  readonly client: Request;
+  readonly view: ExchangeRequestView;
+  readonly exchange: Exchange;
+  readonly env: Env;
+  readonly isolate: IsolateState;
+  readonly scope: string;
+  readonly passage: PolicyPassage;
+}
+
 /**
  * forward-internal: the request as the inbound policy left it (headers; a body an action read) through the
  * target `to` names among `internal`, in a chain that refuses loops and long chains before anything is sent.
  */
-async function forwardInternal(
-  client: Request,
-  view: ExchangeRequestView,
-  env: Env,
-  isolate: IsolateState,
-  scope: string,
-  internal: InternalTargets,
-  exchange: Exchange,
-  to: URL,
-  afterResponse: AfterResponse | undefined,
-  chain: ForwardChain | undefined,
-): Promise<InternalForwardResult> {
-  const from = chain ?? ForwardChain.startingAt(scope, exchange.clientIp, exchange.budget);
+async function forwardInternal(run: PolicyRun, internal: InternalTargets, to: URL): Promise<InternalForwardResult> {
+  const { client, view, exchange, env, isolate, passage } = run;
+  const from = passage.chain ?? ForwardChain.startingAt(run.scope, exchange.clientIp, exchange.budget);
   // Refused before the body is touched, so on_error: continue still has the whole request to send on.
   const refused = (error: ServiceError): InternalForwardResult => ({ ok: false, response: errorAnswer(error, client) });
   const full = from.full(to);
@@ -156,7 +157,7 @@ async function forwardInternal(
   if (onward instanceof ServiceError) return refused(onward);
   // Method, URL (so the Host the client used, as ngrok keeps it) and body as sent; the headers as changed.
   const request = new Request(view.forwardable(), { headers: view.headers });
-  return { ok: true, response: await runThroughPolicy(request, env, isolate, next, { url: view.url, afterResponse, chain: onward }) };
+  return { ok: true, response: await runThroughPolicy(request, env, isolate, next, { url: view.url, afterResponse: passage.afterResponse, chain: onward }) };
 }
 
 /** A route's label (`edge/route`) and bucket scope, made once per route rather than per request. */
@@ -190,33 +191,28 @@ function noRoute(url: URL): ServiceError {
   );
 }
 
+/** What serving a request on the gateway's routes takes besides the request: the invocation, the routes, the isolate. */
+export interface GatewayContext {
+  readonly env: Env;
+  readonly ctx: ExecutionContext;
+  readonly routes: RouteTable;
+  readonly handlers: UpstreamHandlers;
+  readonly isolate: IsolateState;
+}
+
 /** Serves a request addressed to a route of policies/gateway.yaml (`url`: the request's, when already parsed). */
-export async function handleGatewayRequest(
-  request: Request,
-  env: Env,
-  ctx: ExecutionContext,
-  routes: RouteTable,
-  handlers: UpstreamHandlers,
-  isolate: IsolateState,
-  url: URL = new URL(request.url),
-): Promise<Response> {
+export async function handleGatewayRequest(request: Request, gateway: GatewayContext, url: URL = new URL(request.url)): Promise<Response> {
   // A .internal host is served to forward-internal only, as ngrok's internal endpoints are.
-  const route = isInternalHost(url.hostname) ? undefined : routes.match(url.hostname, url.pathname);
+  const route = isInternalHost(url.hostname) ? undefined : gateway.routes.match(url.hostname, url.pathname);
   if (!route) return errorAnswer(noRoute(url), request);
-  const target = await routeTarget(route, env, ctx, routes, handlers, isolate);
+  const target = await routeTarget(route, gateway);
   if (target instanceof ServiceError) return errorAnswer(target, request);
-  return runThroughPolicy(request, env, isolate, target, { url, afterResponse: ctx });
+  return runThroughPolicy(request, gateway.env, gateway.isolate, target, { url, afterResponse: gateway.ctx });
 }
 
 /** A route as its policy's target: its upstream behind its modules, and the .internal routes it may forward to. */
-async function routeTarget(
-  route: Route,
-  env: Env,
-  ctx: ExecutionContext,
-  routes: RouteTable,
-  handlers: UpstreamHandlers,
-  isolate: IsolateState,
-): Promise<PolicyTarget | ServiceError> {
+async function routeTarget(route: Route, gateway: GatewayContext): Promise<PolicyTarget | ServiceError> {
+  const { env, ctx, handlers, isolate } = gateway;
   const { label, scope } = namesOf(route);
   const policy = route.policy();
   if (!policy.ok) return policyLoadError(`The policy of route '${label}' does not load`, policy.issues);
@@ -237,24 +233,25 @@ async function routeTarget(
       volumeThreshold: breaker.volume_threshold,
       errorThresholdPercentage: breaker.error_threshold_percentage,
     };
-    forward = (original, exchange) =>
-      withCircuitBreaker(env, ctx, isolate.breakers, ingressId(env, original), label, spec, () => direct(original, exchange), original);
+    const home = { env, memory: isolate.breakers, afterResponse: ctx };
+    forward = (original, exchange) => withCircuitBreaker(home, { ingress: ingressId(env, original), label, spec }, () => direct(original, exchange), original);
   }
-  return { scope, policy: policy.policy, forward, internal: internalRoutes(env, ctx, routes, handlers, isolate) };
+  return { scope, policy: policy.policy, forward, internal: internalRoutes(gateway) };
 }
 
 /**
  * The routes forward-internal on a route may reach: those of edges whose host names are under .internal
  * (matched by the request's path), never a tunnel, never the catch-all edge.
  */
-function internalRoutes(env: Env, ctx: ExecutionContext, routes: RouteTable, handlers: UpstreamHandlers, isolate: IsolateState): InternalTargets {
+function internalRoutes(gateway: GatewayContext): InternalTargets {
+  const { routes } = gateway;
   return {
     async resolve(url, request) {
       const host = url.hostname;
       const route = routes.match(host, request.url.pathname);
       const edge = route && routes.edge(route.edgeId);
       const named = edge?.hostnames.some((name) => name === host || (name.startsWith("*.") && isInternalHost(name) && host.endsWith(name.slice(1))));
-      return route && named ? routeTarget(route, env, ctx, routes, handlers, isolate) : undefined;
+      return route && named ? routeTarget(route, gateway) : undefined;
     },
   };
 }

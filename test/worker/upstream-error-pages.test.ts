@@ -209,7 +209,12 @@ describe("an open circuit breaker", () => {
   /** Calls through the route's circuit the way the pipeline does, the client's request passed along. */
   async function through(memory: BreakerMemory, ingress: string, request: Request): Promise<Response> {
     const ctx = createExecutionContext();
-    const response = await withCircuitBreaker(env, ctx, memory, ingress, "r", spec, async () => new Response("boom", { status: 500 }), request);
+    const response = await withCircuitBreaker(
+      { env, memory, afterResponse: ctx },
+      { ingress, label: "r", spec },
+      async () => new Response("boom", { status: 500 }),
+      request,
+    );
     await waitOnExecutionContext(ctx);
     return response;
   }

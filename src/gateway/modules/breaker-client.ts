@@ -13,17 +13,24 @@ import { circuitOpenAnswer } from "../../breaker/open-answer.ts";
 import type { BreakerMemory } from "../../breaker/breaker-memory.ts";
 
 /**
- * Whether a request may pass circuit `name` (`label`: how logs name it). `afterResponse`: where recording a
- * non-probe outcome goes; absent, `report` answers a promise for every outcome.
+ * Where circuits live: the CircuitBreaker objects (env), the isolate's memory of them, and where recording a
+ * non-probe outcome goes (`afterResponse`; absent, `report` answers a promise for every outcome).
  */
-export async function enterCircuit(
-  env: Env,
-  afterResponse: AfterResponse | undefined,
-  memory: BreakerMemory,
-  name: string,
-  label: string,
-  spec: BreakerSpec,
-): Promise<CircuitPassage> {
+export interface CircuitHome {
+  readonly env: Env;
+  readonly memory: BreakerMemory;
+  readonly afterResponse?: AfterResponse;
+}
+
+/** One circuit: its object's `name`, how logs name it (`label`), and its thresholds. */
+export interface NamedCircuit {
+  readonly name: string;
+  readonly label: string;
+  readonly spec: BreakerSpec;
+}
+
+/** Whether a request may pass `circuit`. */
+export async function enterCircuit({ env, memory, afterResponse }: CircuitHome, { name, label, spec }: NamedCircuit): Promise<CircuitPassage> {
   const known = memory.consult(name);
   if (known.kind === "reject") return { open: true, view: known.view, now: memory.now() };
   const stub = env.CIRCUIT_BREAKER.get(env.CIRCUIT_BREAKER.idFromName(name));
@@ -62,22 +69,19 @@ export async function enterCircuit(
 }
 
 /**
- * Calls the upstream through the route's circuit, or answers 503 ERR_SVC_303 while it is open: a page when
- * `request` (the client's) prefers HTML, the JSON envelope otherwise and when no request is given.
+ * Calls the upstream through the route's circuit (named by ingress instance and route label), or answers 503
+ * ERR_SVC_303 while it is open: a page when `request` (the client's) prefers HTML, the JSON envelope otherwise
+ * and when no request is given.
  */
 export async function withCircuitBreaker(
-  env: Env,
-  ctx: ExecutionContext,
-  memory: BreakerMemory,
-  ingress: string,
-  routeLabel: string,
-  spec: BreakerSpec,
+  home: CircuitHome,
+  { ingress, label, spec }: { readonly ingress: string; readonly label: string; readonly spec: BreakerSpec },
   call: () => Promise<Response>,
   request?: Request,
 ): Promise<Response> {
-  const passage = await enterCircuit(env, ctx, memory, JSON.stringify([ingress, routeLabel]), routeLabel, spec);
+  const passage = await enterCircuit(home, { name: JSON.stringify([ingress, label]), label, spec });
   if (passage.open) {
-    return circuitOpenAnswer({ of: `route ${routeLabel}`, configuredBy: "the route's circuit_breaker module" }, passage.view, passage.now, request);
+    return circuitOpenAnswer({ of: `route ${label}`, configuredBy: "the route's circuit_breaker module" }, passage.view, passage.now, request);
   }
   const response = await call();
   await passage.report(response.status);
@@ -89,8 +93,8 @@ export async function withCircuitBreaker(
  * its scope (a route, or a tunnel: tunnel ids are random and never reused, so no two accounts share one) and the
  * action's position; three names where a module's has two, so an action never shares a route module's circuit.
  */
-export function policyCircuits(env: Env, afterResponse: AfterResponse | undefined, memory: BreakerMemory, ingress: string): CircuitBreakers {
+export function policyCircuits(home: CircuitHome, ingress: string): CircuitBreakers {
   return {
-    enter: ({ scope, action }, spec) => enterCircuit(env, afterResponse, memory, JSON.stringify([ingress, scope, action]), `${scope} ${action}`, spec),
+    enter: ({ scope, action }, spec) => enterCircuit(home, { name: JSON.stringify([ingress, scope, action]), label: `${scope} ${action}`, spec }),
   };
 }

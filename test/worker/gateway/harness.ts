@@ -35,7 +35,7 @@ export async function send(
   isolate: IsolateState = newIsolate(),
 ): Promise<Response> {
   const ctx = createExecutionContext();
-  const response = await handleGatewayRequest(request, { ...env, ...overrides } as Env, ctx, routes, handlers, isolate);
+  const response = await handleGatewayRequest(request, { env: { ...env, ...overrides } as Env, ctx, routes, handlers, isolate });
   await waitOnExecutionContext(ctx);
   return response;
 }

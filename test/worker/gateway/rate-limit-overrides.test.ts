@@ -45,7 +45,13 @@ async function demo(ip: string, via: "a" | "b" = "a"): Promise<{ status: number;
     const loaded = gateway.of("localhost");
     if (!loaded.ok) throw loaded.error;
     const ctx = createExecutionContext();
-    response = await handleGatewayRequest(demoRequest(ip), env as Env, ctx, loaded.gateway.routes, upstreamHandlers, second);
+    response = await handleGatewayRequest(demoRequest(ip), {
+      env: env as Env,
+      ctx,
+      routes: loaded.gateway.routes,
+      handlers: upstreamHandlers,
+      isolate: second,
+    });
     await waitOnExecutionContext(ctx);
   }
   await response.body?.cancel();

@@ -65,7 +65,13 @@ describe("settle_cost from a streamed response (text/event-stream), through the 
   it("never holds the stream up: the client reads the first event while the upstream still holds the usage back", async () => {
     const routes = llmGateway(OPENAI);
     const ctx = createExecutionContext();
-    const response = await handleGatewayRequest(completion("/sse-held?total=40", 500), env as Env, ctx, routes, upstreamHandlers, newIsolate());
+    const response = await handleGatewayRequest(completion("/sse-held?total=40", 500), {
+      env: env as Env,
+      ctx,
+      routes,
+      handlers: upstreamHandlers,
+      isolate: newIsolate(),
+    });
     const reader = response.body!.getReader();
     const first = await reader.read();
     expect(new TextDecoder().decode(first.value)).toContain('"content":"Hello"');
@@ -80,7 +86,13 @@ describe("settle_cost from a streamed response (text/event-stream), through the 
   it("settles what the stream reports when the client leaves mid-stream and the stream still ends", async () => {
     const routes = llmGateway(OPENAI);
     const ctx = createExecutionContext();
-    const response = await handleGatewayRequest(completion("/sse-held?total=30", 700), env as Env, ctx, routes, upstreamHandlers, newIsolate());
+    const response = await handleGatewayRequest(completion("/sse-held?total=30", 700), {
+      env: env as Env,
+      ctx,
+      routes,
+      handlers: upstreamHandlers,
+      isolate: newIsolate(),
+    });
     const reader = response.body!.getReader();
     await reader.read();
     // The client goes away before the usage is sent.
@@ -95,7 +107,13 @@ describe("settle_cost from a streamed response (text/event-stream), through the 
     const routes = llmGateway(OPENAI);
     const closedBefore = Number(await (await fetch(`${upstream}/sse-endless-closed`)).text());
     const ctx = createExecutionContext();
-    const response = await handleGatewayRequest(completion("/sse-endless", 800), env as Env, ctx, routes, upstreamHandlers, newIsolate());
+    const response = await handleGatewayRequest(completion("/sse-endless", 800), {
+      env: env as Env,
+      ctx,
+      routes,
+      handlers: upstreamHandlers,
+      isolate: newIsolate(),
+    });
     const reader = response.body!.getReader();
     const first = await reader.read();
     expect(new TextDecoder().decode(first.value)).toContain("data: ");

@@ -90,7 +90,13 @@ describe("rate-limit settle_cost through the Worker, against an upstream reporti
   it("never holds the response up: the client reads the first bytes while the upstream still holds the usage back", async () => {
     const routes = llmGateway(tokens("res.body.usage.total_tokens"));
     const ctx = createExecutionContext();
-    const response = await handleGatewayRequest(completion("/held?total=40", 500), env as Env, ctx, routes, upstreamHandlers, newIsolate());
+    const response = await handleGatewayRequest(completion("/held?total=40", 500), {
+      env: env as Env,
+      ctx,
+      routes,
+      handlers: upstreamHandlers,
+      isolate: newIsolate(),
+    });
     const reader = response.body!.getReader();
     const first = await reader.read();
     expect(new TextDecoder().decode(first.value)).toBe('{"id":"cmpl-1",');
