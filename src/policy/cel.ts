@@ -116,7 +116,7 @@ function typeContext(phase: Phase, actions: ActionRegistry, responseBody = false
 /** V8's Error, whose `stackTraceLimit` (how many frames a new Error captures) the Workers types leave out. */
 const v8Error = Error as ErrorConstructor & { stackTraceLimit: number };
 
-export type { CompiledExpression, CompiledValueExpression } from "./compiled-expression.ts";
+export type { CompiledExpression } from "./compiled-expression.ts";
 
 /** What an expression is checked against besides its phase. */
 export interface ExpressionOptions {
