@@ -4,6 +4,7 @@
  */
 
 import { spawn, type ChildProcess } from "node:child_process";
+import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
@@ -14,13 +15,14 @@ export interface BenchAgent {
   close(): Promise<void>;
 }
 
-export async function startBenchAgent(edgeUrl: string, localPort: number): Promise<BenchAgent> {
+/** The agent of this checkout, or with `root` the one of another checkout (bench/tunnel/agent-ab.ts). */
+export async function startBenchAgent(edgeUrl: string, localPort: number, root?: string): Promise<BenchAgent> {
   const nodeArgs = (process.env.BENCH_AGENT_NODE_ARGS ?? "").split(/\s+/).filter(Boolean);
   const agent: ChildProcess = spawn(
     process.execPath,
     [
       ...nodeArgs,
-      fileURLToPath(new URL("../../bin/tollgate.mjs", import.meta.url)),
+      root === undefined ? fileURLToPath(new URL("../../bin/tollgate.mjs", import.meta.url)) : join(root, "bin/tollgate.mjs"),
       "agent",
       "http",
       String(localPort),
