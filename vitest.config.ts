@@ -1,44 +1,18 @@
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 import { createHash } from "node:crypto";
-import { readdirSync } from "node:fs";
 import InterleavedSequencer from "./test/support/interleaved-sequencer.ts";
 import { workerdLogToFile } from "./test/support/workerd-log.ts";
-import { testFileAccount, testFileApiKey, testFileIp, testFileSlug, WORKER_TEST_DIR } from "./test/support/test-file-identity.ts";
-import { ACCOUNT_PER_FILE, TEST_KEYS, type TestKeyName } from "./test/worker/management/keys.ts";
+import { TEST_KEYS } from "./test/worker/management/keys.ts";
 
 // The pool reads wrangler.toml and .dev.vars through wrangler, which says "Using secrets defined in .dev.vars"
 // once per worker test file; warnings and errors still show.
 process.env.WRANGLER_LOG ??= "warn";
 
-/**
- * The worker test files' short names. They share a workerd (isolate: false below), so each sends from its own
- * client IP with its own variants of the test keys (test/support/test-file-identity.ts); two files with the
- * same address would share rate-limit buckets, so that stops the run here.
- */
-const workerTestSlugs = readdirSync(WORKER_TEST_DIR, { recursive: true, encoding: "utf8" })
-  .filter((name) => name.endsWith(".test.ts"))
-  .map((name) => testFileSlug(`${WORKER_TEST_DIR}${name}`));
-const fileIps = new Map<string, string>();
-for (const slug of workerTestSlugs) {
-  const ip = testFileIp(slug);
-  const clash = fileIps.get(ip);
-  if (clash !== undefined) throw new Error(`worker test files ${clash} and ${slug} get the same client IP ${ip}: rename one`);
-  fileIps.set(ip, slug);
-}
-
-const keyEntry = (account: string, key: string) => `${account}:${createHash("sha256").update(key).digest("hex")}`;
-
-/** Management API keys of the worker tests, in the TOLLGATE_API_KEYS format (account:sha256 hex): each key, and each file's variant of it. */
-const testApiKeys = [
-  ...Object.values(TEST_KEYS).map(({ account, key }) => keyEntry(account, key)),
-  ...workerTestSlugs.flatMap((slug) =>
-    (Object.keys(TEST_KEYS) as TestKeyName[]).map((role) => {
-      const { account, key } = TEST_KEYS[role];
-      return keyEntry(ACCOUNT_PER_FILE.has(role) ? testFileAccount(account, slug) : account, testFileApiKey(key, slug));
-    }),
-  ),
-].join(",");
+/** Management API keys of the worker tests, in the TOLLGATE_API_KEYS format (account:sha256 hex). */
+const testApiKeys = Object.values(TEST_KEYS)
+  .map(({ account, key }) => `${account}:${createHash("sha256").update(key).digest("hex")}`)
+  .join(",");
 
 /**
  * The Worker's dependencies, pre-bundled once per run into one module each. The pool inlines every dependency,
@@ -63,50 +37,6 @@ const workerDependencies = [
 
 /** Records the process groups a run starts (wrangler dev and its workerd) and kills any left at the end. */
 const processGroups = "test/support/process-groups-setup.ts";
-
-/**
- * Worker test files that need a workerd of their own. management/tunnels.test.ts replaces the tunnel registry's
- * client with vi.mock: in a shared workerd the Worker's module graph is already loaded (the mock would not
- * apply), or the mock would be what every later file's Worker gets.
- */
-const ISOLATED_WORKER_TESTS = ["test/worker/management/tunnels.test.ts"];
-
-/** A project of worker tests: the Worker (src/worker.ts) in workerd, as the pool runs it. */
-function workerProject(options: { name: string; include: string[]; exclude?: string[]; isolate: boolean }) {
-  return {
-    plugins: [
-      cloudflareTest({
-        main: "./src/worker.ts",
-        wrangler: { configPath: "./wrangler.toml" },
-        miniflare: {
-          bindings: {
-            // Ceilings for a busy machine, not behaviour under test: a limiter object that answers late would
-            // let requests through (fail open) and a fake agent that sends no heartbeat would lose its session
-            // (after 3 intervals), both of which fail tests that are about something else. The test of the
-            // timeout sets its own; test/unit/tunnels/session-liveness.test.ts covers missed heartbeats.
-            RATE_LIMIT_TIMEOUT_MS: "10000",
-            TUNNEL_HEARTBEAT_MS: "30000",
-            TUNNEL_BODY_CHANNEL_WAIT_MS: "3000",
-            TOLLGATE_API_KEYS: testApiKeys,
-          },
-        },
-      }),
-      workerdLogToFile(),
-    ],
-    test: {
-      name: options.name,
-      include: options.include,
-      exclude: options.exclude,
-      isolate: options.isolate,
-      // Spies (on console, mostly) are undone after each test, so none outlives its file in a shared workerd.
-      restoreMocks: true,
-      deps: { optimizer: { ssr: { enabled: true, include: workerDependencies } } },
-      // A ceiling, not a speed requirement: heavy tests (10,000 bot users) need more than 5 s on a busy machine.
-      testTimeout: 30_000,
-      globalSetup: ["test/support/upstream-setup.ts"],
-    },
-  };
-}
 
 export default defineConfig({
   test: {
@@ -162,13 +92,35 @@ export default defineConfig({
           hookTimeout: 120_000,
         },
       },
-      workerProject({
-        name: "worker",
-        include: ["test/worker/**/*.test.ts"],
-        exclude: ISOLATED_WORKER_TESTS,
-        isolate: true,
-      }),
-      workerProject({ name: "worker-isolated", include: ISOLATED_WORKER_TESTS, isolate: true }),
+      {
+        plugins: [
+          cloudflareTest({
+            main: "./src/worker.ts",
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: {
+              bindings: {
+                // Ceilings for a busy machine, not behaviour under test: a limiter object that answers late would
+                // let requests through (fail open) and a fake agent that sends no heartbeat would lose its session
+                // (after 3 intervals), both of which fail tests that are about something else. The test of the
+                // timeout sets its own; test/unit/tunnels/session-liveness.test.ts covers missed heartbeats.
+                RATE_LIMIT_TIMEOUT_MS: "10000",
+                TUNNEL_HEARTBEAT_MS: "30000",
+                TUNNEL_BODY_CHANNEL_WAIT_MS: "3000",
+                TOLLGATE_API_KEYS: testApiKeys,
+              },
+            },
+          }),
+          workerdLogToFile(),
+        ],
+        test: {
+          name: "worker",
+          include: ["test/worker/**/*.test.ts"],
+          deps: { optimizer: { ssr: { enabled: true, include: workerDependencies } } },
+          // A ceiling, not a speed requirement: heavy tests (10,000 bot users) need more than 5 s on a busy machine.
+          testTimeout: 30_000,
+          globalSetup: ["test/support/upstream-setup.ts"],
+        },
+      },
     ],
   },
 });

@@ -2,13 +2,12 @@
 
 import { SELF } from "cloudflare:test";
 import { expect } from "vitest";
-import { thisFileIp, thisFileKey } from "../this-file.ts";
-import type { TestKeyName } from "./keys.ts";
+import { TEST_KEYS, type TestKeyName } from "./keys.ts";
 
 export const ORIGIN = "http://127.0.0.1";
 
 export interface CallOptions {
-  /** Key to authenticate with (default `dev`), this file's variant of it; null sends no Authorization header. */
+  /** Key to authenticate with (default `dev`); null sends no Authorization header. */
   key?: TestKeyName | null;
   /** Service-Version value (default "2"); null leaves the header out. */
   version?: string | null;
@@ -16,19 +15,13 @@ export interface CallOptions {
   json?: unknown;
   /** Sent as is (a string gets fetch's `text/plain` Content-Type unless `headers` has one; a Blob without type gets none). */
   body?: string | Blob;
-  /** `cf-connecting-ip` among them replaces this file's own client address. */
   headers?: Record<string, string>;
 }
 
-/**
- * Sends from this file's client IP with this file's keys: the worker tests share one workerd, and the
- * management API's per-IP and per-key limits would otherwise count every file's calls together.
- */
 export function call(method: string, path: string, options: CallOptions = {}): Promise<Response> {
   const headers = new Headers(options.headers);
-  if (!headers.has("cf-connecting-ip")) headers.set("cf-connecting-ip", thisFileIp());
   const key = options.key === undefined ? "dev" : options.key;
-  if (key !== null) headers.set("authorization", `Bearer ${thisFileKey(key)}`);
+  if (key !== null) headers.set("authorization", `Bearer ${TEST_KEYS[key].key}`);
   const version = options.version === undefined ? "2" : options.version;
   if (version !== null) headers.set("service-version", version);
   let body: string | Blob | undefined = options.body;

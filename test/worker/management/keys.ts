@@ -1,8 +1,6 @@
 /**
  * API keys of the worker tests. vitest.config.ts hashes them into TOLLGATE_API_KEYS (the miniflare binding
- * overrides .dev.vars), so the development key keeps working and a second account exists. It also registers
- * each worker test file's own variant of every key (test/support/test-file-identity.ts), which the files use:
- * they share one workerd, and a key's rate-limit bucket and an account's data would otherwise be shared too.
+ * overrides .dev.vars), so the development key keeps working and a second account exists.
  */
 
 export const DEV_KEY = "tgk_dev_local_only_0000000000000000";
@@ -27,9 +25,3 @@ export const TEST_KEYS = {
 } as const;
 
 export type TestKeyName = keyof typeof TEST_KEYS;
-
-/**
- * Roles whose account is each file's own (`acct_other_<file>`): they exist only for tests, which count or list
- * what the account holds. acct_dev stays one account: it owns the edges of policies/gateway.yaml.
- */
-export const ACCOUNT_PER_FILE: ReadonlySet<TestKeyName> = new Set<TestKeyName>(["other", "quota"]);

@@ -1,5 +1,5 @@
 import { abortAllDurableObjects, env } from "cloudflare:test";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { DEFAULT_EDGE_ACCOUNT, edgeOwnerAccount, getRouteModules } from "../../../src/management/edge-routes.ts";
 import { call, callError, callJson } from "./helpers.ts";
 
@@ -14,18 +14,13 @@ const converterPath = (edge = EDGE, route = ROUTE) => `/edges/https/${edge}/rout
 const DEFAULT_BREAKER = { enabled: true, tripped_duration: 10, rolling_window: 10, num_buckets: 10, volume_threshold: 20, error_threshold_percentage: 0.5 };
 const CUSTOM_BREAKER = { enabled: false, tripped_duration: 30, rolling_window: 60, num_buckets: 12, volume_threshold: 5, error_threshold_percentage: 0.25 };
 
-/**
- * Deletes the routes' modules through the store itself: the API's per-key rate limit (120/min) is for the tests'
- * requests. Before the file too: the routes are the shared edge's, which other files in the workerd also call.
- */
-async function deleteRouteModules(): Promise<void> {
+// Cleans up through the store itself: the API's per-key rate limit (120/min) is for the tests' requests.
+afterEach(async () => {
   const store = env.ACCOUNT_STORE.getByName("acct_dev");
   for (const route of [ROUTE, OTHER_ROUTE]) {
     for (const kind of ["circuit_breaker", "websocket_tcp_converter"] as const) await store.deleteRouteModule(EDGE, route, kind);
   }
-}
-beforeAll(deleteRouteModules);
-afterEach(deleteRouteModules);
+});
 
 describe("edge ownership", () => {
   it("the edges of policies/gateway.yaml belong to acct_dev unless TOLLGATE_EDGE_ACCOUNT says otherwise", () => {

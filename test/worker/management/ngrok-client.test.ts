@@ -15,8 +15,7 @@ import * as services from "@ngrok/ngrok-api/lib/services.js";
 import wretch from "wretch";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ORIGIN, RFC3339_UTC } from "./helpers.ts";
-import type { TEST_KEYS } from "./keys.ts";
-import { thisFileKey } from "../this-file.ts";
+import { TEST_KEYS } from "./keys.ts";
 import { API_ROUTE_INDEX, GATEWAY_ROUTES } from "../../shared/gateway-routes.ts";
 
 const EDGE = "edghts_local";
@@ -48,7 +47,7 @@ function ngrokHttpClient(apiToken: string, baseUrl: string) {
 
 /** The parts of an `Ngrok` client this API serves, built from the client's service classes. */
 function client(key: keyof typeof TEST_KEYS | { apiToken: string } = "devClient") {
-  const http = ngrokHttpClient(typeof key === "string" ? thisFileKey(key) : key.apiToken, ORIGIN);
+  const http = ngrokHttpClient(typeof key === "string" ? TEST_KEYS[key].key : key.apiToken, ORIGIN);
   return {
     botUsers: new services.BotUsers(http),
     tunnels: new services.Tunnels(http),

@@ -1,7 +1,7 @@
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { AGENT_HANDSHAKES_PER_MINUTE } from "../../../src/tunnels/agent-endpoint.ts";
-import { thisFileKey } from "../this-file.ts";
+import { TEST_KEYS } from "./keys.ts";
 
 /** Sends `count` requests in parallel batches and returns their statuses in order (`onLimited`: each 429's body). */
 async function statuses(count: number, make: (i: number) => Request, onLimited?: (body: { details?: { rate_limit?: string } }) => void): Promise<number[]> {
@@ -24,7 +24,7 @@ describe("one client IP stays limited whatever credentials it sends", () => {
     // Made-up keys, and a valid key in three spellings of its scheme: none reaches a per-key limit of 120,
     // the IP reaches 300.
     const spellings = ["bearer", "BEARER", "bEARER"];
-    const authorization = (i: number) => (i % 2 === 0 ? `Bearer guess-${i % 3}` : `${spellings[i % 3]} ${thisFileKey("devPerIp")}`);
+    const authorization = (i: number) => (i % 2 === 0 ? `Bearer guess-${i % 3}` : `${spellings[i % 3]} ${TEST_KEYS.devPerIp.key}`);
     const make = (i: number, value = authorization(i)) =>
       new Request("http://127.0.0.1/nope", { headers: { "cf-connecting-ip": "203.0.113.201", authorization: value, "ngrok-version": "2" } });
     let refusedByIp = 0;

@@ -4,7 +4,7 @@ import type { z } from "@hono/zod-openapi";
 import { createManagementApp } from "../../../src/management/app.ts";
 import { MAX_BODY_BYTES } from "../../../src/management/body.ts";
 import { NOT_WELL_FORMED_MESSAGE } from "../../../src/management/text.ts";
-import { thisFileIp, thisFileKey } from "../this-file.ts";
+import { TEST_KEYS } from "./keys.ts";
 import { type BotUserList, ORIGIN, call, callError, callJson } from "./helpers.ts";
 
 const EDGE = "edghts_local";
@@ -107,12 +107,7 @@ describe("request bodies that are not UTF-8", () => {
     });
     const response = await SELF.fetch(`${ORIGIN}/bot_users`, {
       method: "POST",
-      headers: {
-        authorization: `Bearer ${thisFileKey("devSecond")}`,
-        "service-version": "2",
-        "content-type": "application/json",
-        "cf-connecting-ip": thisFileIp(),
-      },
+      headers: { authorization: `Bearer ${TEST_KEYS.devSecond.key}`, "service-version": "2", "content-type": "application/json" },
       body,
     });
     const envelope = (await response.json()) as { error_code: string; msg: string };

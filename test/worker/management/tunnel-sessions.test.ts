@@ -10,8 +10,7 @@ import { AGENT_SESSION_PATH, type FrameOf } from "../../../src/tunnels/protocol.
 import { addTunnelSession, listTunnelSessions, tunnelSessionRecord } from "../../../src/tunnels/registry-client.ts";
 import { FakeAgent } from "../tunnels/fake-agent.ts";
 import { ORIGIN, RFC3339_UTC, callError, callJson } from "./helpers.ts";
-import type { TestKeyName } from "./keys.ts";
-import { thisFileKey } from "../this-file.ts";
+import { TEST_KEYS, type TestKeyName } from "./keys.ts";
 
 interface TunnelSession {
   id: string;
@@ -42,7 +41,7 @@ afterEach(() => {
 /** Connects an agent from `ip` with `key` and says hello with `hello`; answers the agent and its session id. */
 async function connect(key: TestKeyName, ip: string, hello: Omit<FrameOf<"hello">, "type">): Promise<{ agent: FakeAgent; sessionId: string }> {
   const response = await SELF.fetch(`http://127.0.0.1:8787${AGENT_SESSION_PATH}`, {
-    headers: { upgrade: "websocket", authorization: `Bearer ${thisFileKey(key)}`, "cf-connecting-ip": ip },
+    headers: { upgrade: "websocket", authorization: `Bearer ${TEST_KEYS[key].key}`, "cf-connecting-ip": ip },
   });
   if (response.status !== 101 || !response.webSocket) throw new Error(`agent endpoint answered ${response.status}: ${await response.text()}`);
   response.webSocket.accept();
@@ -53,7 +52,7 @@ async function connect(key: TestKeyName, ip: string, hello: Omit<FrameOf<"hello"
 }
 
 async function credentialIdOfKey(key: TestKeyName): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(thisFileKey(key))));
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(TEST_KEYS[key].key)));
   return credentialIdOf(digest);
 }
 

@@ -1,6 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
 import type { TunnelRecord } from "../../../src/tunnels/registry-client.ts";
-import { thisFileAccount } from "../this-file.ts";
 import { ORIGIN, callError, callJson } from "./helpers.ts";
 
 /** Online tunnels by account, standing in for the registry the tunnels fill. */
@@ -105,7 +104,7 @@ describe("tunnels", () => {
 
   it("an account sees only its own tunnels", async () => {
     online.set("acct_dev", [record(1)]);
-    online.set(thisFileAccount("other"), [record(2)]);
+    online.set("acct_other", [record(2)]);
     expect((await callJson<TunnelList>("GET", "/tunnels", 200, { key: "other" })).tunnels.map((tunnel) => tunnel.id)).toEqual([tunnelId(2)]);
     await callError("GET", `/tunnels/${tunnelId(1)}`, 404, 204, { key: "other" });
   });

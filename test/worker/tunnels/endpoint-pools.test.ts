@@ -6,8 +6,7 @@ import { MAX_POOL_MEMBERS } from "../../../src/tunnels/host-claims.ts";
 import type { FrameOf } from "../../../src/relay/index.ts";
 import { listOnlineTunnels } from "../../../src/tunnels/registry-client.ts";
 import { TunnelRegistry } from "../../../src/tunnels/registry-object.ts";
-import type { TEST_KEYS } from "../management/keys.ts";
-import { thisFileIp, thisFileKey } from "../this-file.ts";
+import { TEST_KEYS } from "../management/keys.ts";
 import { connectAgent, publicFetch, type FakeAgent } from "./fake-agent.ts";
 
 const agents: FakeAgent[] = [];
@@ -18,7 +17,7 @@ afterEach(() => {
 });
 
 async function agentOf(key: keyof typeof TEST_KEYS = "dev") {
-  const { agent } = await connectAgent(thisFileKey(key));
+  const { agent } = await connectAgent(TEST_KEYS[key].key);
   agents.push(agent);
   return agent;
 }
@@ -89,7 +88,7 @@ describe("endpoint pools", () => {
     expect(new Set(served)).toEqual(new Set(["a", "b"]));
 
     const listed = await SELF.fetch("http://127.0.0.1:8787/tunnels", {
-      headers: { authorization: `Bearer ${thisFileKey("dev")}`, "service-version": "2", "cf-connecting-ip": thisFileIp() },
+      headers: { authorization: `Bearer ${TEST_KEYS.dev.key}`, "service-version": "2" },
     });
     const members = ((await listed.json()) as { tunnels: Array<{ id: string; public_url?: string; pooling_enabled?: boolean }> }).tunnels.filter(
       (tunnel) => tunnel.public_url === first.public_url,

@@ -2,7 +2,7 @@
 
 import { SELF } from "cloudflare:test";
 import { message } from "../../shared/frames.ts";
-import { thisFileIp, thisFileKey } from "../this-file.ts";
+import { DEV_KEY } from "../management/keys.ts";
 import { AGENT_SESSION_PATH, decodeFrames, encodeFrame, HEARTBEAT_PING, LARGE_DATA_CHUNK, type Frame, type FrameOf } from "../../../src/relay/index.ts";
 
 export class FakeAgent {
@@ -91,17 +91,10 @@ export class FakeAgent {
   }
 }
 
-/**
- * Connects and says hello; `hello` adds to it (e.g. `max_data_chunk`; without it the agent is taken for an older one).
- * From this file's client IP, with this file's `dev` key by default: the agent endpoint's per-IP handshake limit
- * would otherwise count the agents of every file sharing the workerd.
- */
-export async function connectAgent(
-  key: string = thisFileKey("dev"),
-  hello: Partial<FrameOf<"hello">> = {},
-): Promise<{ agent: FakeAgent; welcome: FrameOf<"welcome"> }> {
+/** Connects and says hello; `hello` adds to it (e.g. `max_data_chunk`; without it the agent is taken for an older one). */
+export async function connectAgent(key: string = DEV_KEY, hello: Partial<FrameOf<"hello">> = {}): Promise<{ agent: FakeAgent; welcome: FrameOf<"welcome"> }> {
   const response = await SELF.fetch(`http://127.0.0.1:8787${AGENT_SESSION_PATH}`, {
-    headers: { upgrade: "websocket", authorization: `Bearer ${key}`, "cf-connecting-ip": thisFileIp() },
+    headers: { upgrade: "websocket", authorization: `Bearer ${key}` },
   });
   if (response.status !== 101 || !response.webSocket) throw new Error(`agent endpoint answered ${response.status}: ${await response.text()}`);
   response.webSocket.accept();

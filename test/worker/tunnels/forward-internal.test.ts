@@ -5,8 +5,7 @@
 
 import { afterEach, describe, expect, it } from "vitest";
 import type { FrameOf } from "../../../src/relay/index.ts";
-import type { TEST_KEYS } from "../management/keys.ts";
-import { thisFileKey } from "../this-file.ts";
+import { TEST_KEYS } from "../management/keys.ts";
 import { connectAgent, publicFetch, type FakeAgent } from "./fake-agent.ts";
 
 const agents: FakeAgent[] = [];
@@ -17,7 +16,7 @@ afterEach(() => {
 });
 
 async function agentOf(key: keyof typeof TEST_KEYS): Promise<FakeAgent> {
-  const { agent } = await connectAgent(thisFileKey(key));
+  const { agent } = await connectAgent(TEST_KEYS[key].key);
   agents.push(agent);
   heartbeats.push(setInterval(() => agent.ping(), 1000));
   return agent;

@@ -8,8 +8,7 @@ import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test"
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ClaimResult, TunnelHost } from "../../../src/tunnels/host-object.ts";
 import { HOST_GRACE_MS, MAX_HOSTS_PER_ACCOUNT, type HostClaim, type HostRecord } from "../../../src/tunnels/host-claims.ts";
-import type { TEST_KEYS } from "../management/keys.ts";
-import { thisFileAccount, thisFileKey } from "../this-file.ts";
+import { TEST_KEYS } from "../management/keys.ts";
 import { connectAgent, type FakeAgent } from "./fake-agent.ts";
 
 const agents: FakeAgent[] = [];
@@ -18,7 +17,7 @@ afterEach(() => {
 });
 
 async function agentOf(key: keyof typeof TEST_KEYS) {
-  const { agent, welcome } = await connectAgent(thisFileKey(key));
+  const { agent, welcome } = await connectAgent(TEST_KEYS[key].key);
   agents.push(agent);
   return { agent, sessionId: welcome.session_id };
 }
@@ -56,7 +55,7 @@ describe("two claims inside one host object", () => {
   it("after an edge reload the owner's reconnecting claim wins, and another account's refusal writes nothing over it", async () => {
     const stale = claimOf("acct_dev", "ts_before_reload", "tn_before_reload");
     const owner = claimOf("acct_dev", "ts_owner_again", "tn_owner_again");
-    const thief = claimOf(thisFileAccount("other"), "ts_thief", "tn_thief");
+    const thief = claimOf("acct_other", "ts_thief", "tn_thief");
     await runInDurableObject(hostStub("race-reload"), async (instance: TunnelHost, state) => {
       state.storage.kv.put("host", { claim: stale } satisfies HostRecord); // online, as the edge left it when it died
       const checks = slowHolderChecks(instance);
@@ -84,7 +83,7 @@ describe("two claims inside one host object", () => {
     await runInDurableObject(hostStub("race-unknown"), async (instance: TunnelHost, state) => {
       state.storage.kv.put("host", { claim: holder } satisfies HostRecord);
       const checks = slowHolderChecks(instance);
-      const claim = instance.claim(claimOf(thisFileAccount("other"), "ts_x", "tn_x"));
+      const claim = instance.claim(claimOf("acct_other", "ts_x", "tn_x"));
       await vi.waitFor(() => expect(checks).toHaveLength(1));
       checks[0].answer("unknown");
       expect(await claim).toEqual({ ok: false, reason: "is held by a tunnel whose session could not be asked; try again" });
@@ -96,7 +95,7 @@ describe("two claims inside one host object", () => {
     await runInDurableObject(hostStub("race-churn"), async (instance: TunnelHost, state) => {
       state.storage.kv.put("host", { claim: claimOf("acct_dev", "ts_0", "tn_0") } satisfies HostRecord);
       const checks = slowHolderChecks(instance);
-      const claim = instance.claim(claimOf(thisFileAccount("other"), "ts_x", "tn_x"));
+      const claim = instance.claim(claimOf("acct_other", "ts_x", "tn_x"));
       for (let round = 1; ; round++) {
         await vi.waitFor(() => expect(checks.length).toBeGreaterThanOrEqual(round));
         // Another tunnel of the owner takes the host while each answer is on its way.
@@ -151,24 +150,24 @@ describe("host quotas under ordinary use", () => {
 
   it("a session that ends releases its random labels from the quota at once; chosen subdomains stay held", async () => {
     const { agent } = await agentOf("other");
-    const before = await heldHosts(thisFileAccount("other"));
+    const before = await heldHosts("acct_other");
     await agent.startOk({ name: "random-a" });
     await agent.startOk({ name: "random-b" });
     await agent.startOk({ name: "chosen", subdomain: "kept-after-drop" });
-    expect(await heldHosts(thisFileAccount("other"))).toBe(before + 3);
+    expect(await heldHosts("acct_other")).toBe(before + 3);
     agent.close();
-    await vi.waitFor(async () => expect(await heldHosts(thisFileAccount("other"))).toBe(before + 1), { timeout: 10_000 });
+    await vi.waitFor(async () => expect(await heldHosts("acct_other")).toBe(before + 1), { timeout: 10_000 });
   });
 
   it("asking again for a subdomain one's own online tunnel holds does not take it off the quota", async () => {
     const { agent } = await agentOf("other");
-    const before = await heldHosts(thisFileAccount("other"));
+    const before = await heldHosts("acct_other");
     const started = [];
     for (let i = 0; i < 3; i++) {
       started.push(await agent.startOk({ name: `twice${i}`, subdomain: `asked-twice-${i}` }));
       expect(await agent.start({ name: `again${i}`, subdomain: `asked-twice-${i}` })).toMatchObject({ type: "tunnel_failed", code: "subdomain_in_use" });
     }
-    expect(await heldHosts(thisFileAccount("other"))).toBe(before + 3);
+    expect(await heldHosts("acct_other")).toBe(before + 3);
     for (const [i, tunnel] of started.entries()) {
       agent.send({ type: "stop_tunnel", request_id: 30_000 + i, tunnel_id: tunnel.id });
       await agent.next("tunnel_stopped", (frame) => frame.request_id === 30_000 + i);
@@ -177,13 +176,13 @@ describe("host quotas under ordinary use", () => {
 
   it("a stopped tunnel's name does not come back on the quota when its session renews", async () => {
     const { agent, sessionId } = await agentOf("other");
-    const before = await heldHosts(thisFileAccount("other"));
+    const before = await heldHosts("acct_other");
     const kept = await agent.startOk({ name: "kept" });
     const stopped = await agent.startOk({ name: "stopped" });
     agent.send({ type: "stop_tunnel", request_id: 40_000, tunnel_id: stopped.id });
     await agent.next("tunnel_stopped", (frame) => frame.request_id === 40_000);
     await runDurableObjectAlarm(sessionStub(sessionId));
-    expect(await heldHosts(thisFileAccount("other"))).toBe(before + 1);
+    expect(await heldHosts("acct_other")).toBe(before + 1);
     expect(kept.id).toBeTruthy();
   });
 
@@ -200,7 +199,7 @@ describe("host quotas under ordinary use", () => {
     const first = await agentOf("quota");
     for (let i = 0; i < MAX_HOSTS_PER_ACCOUNT; i++) await first.agent.startOk({ name: `q${i}`, subdomain: `quota-held-${i}` });
     first.agent.close();
-    const registry = env.TUNNEL_REGISTRY.get(env.TUNNEL_REGISTRY.idFromName(thisFileAccount("quota")));
+    const registry = env.TUNNEL_REGISTRY.get(env.TUNNEL_REGISTRY.idFromName(TEST_KEYS.quota.account));
     await vi.waitFor(async () => expect(await registry.list()).toHaveLength(0), { timeout: 10_000 });
 
     const { agent } = await agentOf("quota");

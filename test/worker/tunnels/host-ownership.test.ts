@@ -4,8 +4,7 @@ import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test"
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { HOST_GRACE_MS, MAX_HOSTS_PER_ACCOUNT, type HostRecord } from "../../../src/tunnels/host-claims.ts";
 import { listOnlineTunnels } from "../../../src/tunnels/registry-client.ts";
-import type { TEST_KEYS } from "../management/keys.ts";
-import { thisFileAccount, thisFileKey } from "../this-file.ts";
+import { TEST_KEYS } from "../management/keys.ts";
 import { connectAgent, type FakeAgent } from "./fake-agent.ts";
 
 const agents: FakeAgent[] = [];
@@ -14,7 +13,7 @@ afterEach(() => {
 });
 
 async function agentOf(key: keyof typeof TEST_KEYS) {
-  const { agent } = await connectAgent(thisFileKey(key));
+  const { agent } = await connectAgent(TEST_KEYS[key].key);
   agents.push(agent);
   return agent;
 }
@@ -81,8 +80,8 @@ describe("host names belong to their account", () => {
   }, async () => {
     const agent = await agentOf("other");
     const started = [];
-    for (let i = await heldHosts(thisFileAccount("other")); i < MAX_HOSTS_PER_ACCOUNT; i++) started.push(await agent.startOk({ name: `t${i}` }));
-    expect(await heldHosts(thisFileAccount("other"))).toBe(MAX_HOSTS_PER_ACCOUNT);
+    for (let i = await heldHosts("acct_other"); i < MAX_HOSTS_PER_ACCOUNT; i++) started.push(await agent.startOk({ name: `t${i}` }));
+    expect(await heldHosts("acct_other")).toBe(MAX_HOSTS_PER_ACCOUNT);
     const over = await agent.start({ name: "one-too-many" });
     expect(over).toMatchObject({ type: "tunnel_failed", code: "host_quota_exceeded" });
     // Earlier tests of this file left acct_other's subdomain 'garden' in its grace period.
@@ -95,7 +94,7 @@ describe("host names belong to their account", () => {
 
     agent.send({ type: "stop_tunnel", request_id: 9_999, tunnel_id: started[0].id });
     await agent.next("tunnel_stopped", (frame) => frame.request_id === 9_999);
-    expect(await heldHosts(thisFileAccount("other"))).toBe(MAX_HOSTS_PER_ACCOUNT - 1);
+    expect(await heldHosts("acct_other")).toBe(MAX_HOSTS_PER_ACCOUNT - 1);
     expect(await agent.start({ name: "in-its-place" })).toMatchObject({ type: "tunnel_started" });
     for (const tunnel of started.slice(1)) {
       agent.send({ type: "stop_tunnel", request_id: 20_000, tunnel_id: tunnel.id });

@@ -7,7 +7,7 @@
 
 import { afterEach, describe, expect, it } from "vitest";
 import { call, callError, callJson } from "../management/helpers.ts";
-import { thisFileKey } from "../this-file.ts";
+import { TEST_KEYS } from "../management/keys.ts";
 import { connectAgent, type FakeAgent, keptAliveTunnels, publicFetch } from "./fake-agent.ts";
 import { waitPast } from "../../shared/wait-past.ts";
 
@@ -94,7 +94,7 @@ describe("a rate-limit override of a tunnel's policy", () => {
   });
 
   it("names only an online tunnel of the caller's account: another account's, an unknown or a malformed id is 404", async () => {
-    const { agent } = await connectAgent(thisFileKey("other"));
+    const { agent } = await connectAgent(TEST_KEYS.other.key);
     others.push(agent);
     const theirs = await agent.startOk({ subdomain: label("rlx"), traffic_policy: policy });
     const body = { action: "per-client", bucket_key: "*", capacity: 100, rate: "60s" };

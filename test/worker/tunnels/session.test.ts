@@ -3,7 +3,6 @@ import { afterEach, describe, expect, it } from "vitest";
 import { getOnlineTunnel, listOnlineTunnels } from "../../../src/tunnels/registry-client.ts";
 import { INITIAL_STREAM_WINDOW, LARGE_DATA_CHUNK, MAX_DATA_CHUNK, type FrameOf } from "../../../src/relay/index.ts";
 import { responseFrames } from "../../shared/frames.ts";
-import { thisFileIp } from "../this-file.ts";
 import { connectAgent, publicFetch, type FakeAgent } from "./fake-agent.ts";
 
 const agents: FakeAgent[] = [];
@@ -27,25 +26,20 @@ const SETTLES = { timeout: 5_000, interval: 50 };
 
 describe("agent endpoint", () => {
   it("refuses a connection without an API key with the management API's 401 envelope", async () => {
-    const response = await SELF.fetch("http://127.0.0.1/__tollgate/agent", { headers: { upgrade: "websocket", "cf-connecting-ip": thisFileIp() } });
+    const response = await SELF.fetch("http://127.0.0.1/__tollgate/agent", { headers: { upgrade: "websocket" } });
     expect(response.status).toBe(401);
     expect(await response.json()).toMatchObject({ error_code: "ERR_SVC_200", status_code: 401 });
   });
 
   it("answers 426 to a plain HTTP request", async () => {
-    const response = await SELF.fetch("http://127.0.0.1/__tollgate/agent", { headers: { "cf-connecting-ip": thisFileIp() } });
+    const response = await SELF.fetch("http://127.0.0.1/__tollgate/agent");
     expect(response.status).toBe(426);
     expect(((await response.json()) as { msg: string }).msg).toContain("WebSocket");
   });
 
   it("refuses an agent speaking another protocol version", async () => {
     const response = await SELF.fetch("http://127.0.0.1/__tollgate/agent", {
-      headers: {
-        upgrade: "websocket",
-        authorization: "Bearer tgk_dev_local_only_0000000000000000",
-        "tollgate-protocol": "9",
-        "cf-connecting-ip": thisFileIp(),
-      },
+      headers: { upgrade: "websocket", authorization: "Bearer tgk_dev_local_only_0000000000000000", "tollgate-protocol": "9" },
     });
     expect(response.status).toBe(400);
     expect(((await response.json()) as { msg: string }).msg).toContain("protocol version 9");
