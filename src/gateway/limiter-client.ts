@@ -9,7 +9,7 @@
 import type { Env } from "../env.ts";
 import { shardName } from "../limiter/bucket-shards.ts";
 import type { SettleRequest, TakeRequest } from "../limiter/bucket-table.ts";
-import { LEASE_MS } from "../limiter/bucket-memory.ts";
+import { QUIET_LEASE_MIN_CAPACITY } from "../limiter/bucket-memory.ts";
 import type { IsolateBuckets, ObjectCall } from "../limiter/isolate-buckets.ts";
 import type { StoreRefusal } from "../limiter/limiter-object.ts";
 import type { LeaseDecision, WindowSpec } from "../limiter/sliding-window.ts";
@@ -53,7 +53,7 @@ async function takeFromStore(env: Env, shard: string, take: TakeRequest, now: nu
 function takeOf(id: string, limit: LimitSpec, leases: boolean, call: ObjectCall, forRequest: boolean): TakeRequest {
   const [first] = limit.windows;
   if (leases && first && !isCalendar(first)) {
-    return { id, spec: { capacity: first.capacity, windowMs: first.windowMs }, want: call.want, leaseMs: LEASE_MS, returned: call.returned, forRequest };
+    return { id, spec: { capacity: first.capacity, windowMs: first.windowMs }, want: call.want, leaseMs: call.leaseMs, returned: call.returned, forRequest };
   }
   const take: TakeRequest = { id, windows: limit.windows, cost: limit.cost, want: 1, leaseMs: 0, returned: call.returned, forRequest: true };
   return limit.reserve === undefined ? take : { ...take, reserve: limit.reserve };
@@ -84,7 +84,8 @@ export function durableObjectCounter(env: Env, ingress: string, buckets: Isolate
       const limit = limitOf(spec);
       const leases = leasable(limit);
       const need = Math.max(1, limit.cost);
-      const consulted = buckets.consult(id, leases && afterResponse !== undefined, { need, rulesKey: limit.key, leases });
+      const quietLease = leases && (limit.windows[0]?.capacity ?? 0) >= QUIET_LEASE_MIN_CAPACITY;
+      const consulted = buckets.consult(id, leases && afterResponse !== undefined, { need, rulesKey: limit.key, leases, quietLease });
       if ("decision" in consulted) {
         if (consulted.renewal) afterResponse!.waitUntil(renewLease(env, buckets, shardName(name, id), id, limit, consulted.renewal, timeoutMs));
         return { ok: true, decision: consulted.decision, bucketId: id };
@@ -102,7 +103,7 @@ export function durableObjectCounter(env: Env, ingress: string, buckets: Isolate
           bucketId: id,
         };
       }
-      const decision = buckets.settle(id, consulted.sent, answer, need);
+      const decision = buckets.settle(id, consulted.sent, answer, need, consulted.leaseMs);
       const reservation = limit.reserve;
       if (reservation === undefined || !answer.allowed) return { ok: true, decision, bucketId: id };
       const shard = shardName(name, id);

@@ -7,6 +7,18 @@ import type { WindowDecision } from "./sliding-window.ts";
 
 /** How long leased admissions may be used. */
 export const LEASE_MS = 1000;
+/**
+ * How long a quiet bucket's lease may be used (isolate-buckets.ts). Leased admissions are recorded at the end of
+ * their lease (`take`), so any length is exact; a longer one keeps the bucket's admissions counted longer.
+ */
+export const QUIET_LEASE_MS = 10_000;
+/** Admissions a quiet bucket asks for beyond its request's own. */
+export const QUIET_LEASE = 4;
+/**
+ * Smallest capacity a quiet bucket leases at. `take` leases at most a tenth of the room; below this, a quiet
+ * client's few requests are decided one by one, as before.
+ */
+export const QUIET_LEASE_MIN_CAPACITY = 1000;
 /** Leased admissions are given up this long before the object's deadline, for clock differences. */
 export const LEASE_MARGIN_MS = 100;
 /**

@@ -2,8 +2,9 @@
  * What one isolate remembers of the buckets it has asked about, so most requests need no store call:
  * - "limited until T": a flood is answered from memory (never admits early);
  * - leased admissions: a busy bucket's object hands the isolate a few admissions at a time, already
- *   counted and usable for `leaseMs`, sized by the bucket's traffic in the previous `leaseMs` (quiet buckets
- *   are decided one request at a time) and by the room left (see `take` in sliding-window.ts).
+ *   counted and usable for `leaseMs`, sized by the bucket's traffic in the previous `leaseMs` and by the room
+ *   left (see `take` in sliding-window.ts); a quiet bucket of a large capacity takes a few for longer (a quiet
+ *   lease: QUIET_LEASE for QUIET_LEASE_MS), others are decided one request at a time.
  *
  * Leased admissions left unused at their deadline are handed back with the next call on the bucket
  * (`returned`), so a burst that ends early does not leave them counted for a whole window; a bucket known to be
@@ -31,6 +32,8 @@ import {
   LEASE_MARGIN_MS,
   LEASE_MS,
   leasedAdmission,
+  QUIET_LEASE,
+  QUIET_LEASE_MS,
   newBucketMemory,
   observe,
   renewalDue,
@@ -64,10 +67,14 @@ export interface IsolateBucketsOptions {
   readonly maxBytes?: number;
 }
 
-/** A call to the object: `want` admissions asked for at time `sent`, handing back `returned` leased admissions this isolate will never use. */
+/**
+ * A call to the object: `want` admissions asked for at time `sent`, those beyond the request's own to be used
+ * within `leaseMs`, handing back `returned` leased admissions this isolate will never use.
+ */
 export interface ObjectCall {
   readonly want: number;
   readonly sent: number;
+  readonly leaseMs: number;
   readonly returned?: LeaseReturn;
 }
 
@@ -87,6 +94,8 @@ export interface Demand {
   readonly need: number;
   readonly rulesKey?: string;
   readonly leases: boolean;
+  /** The bucket may take a quiet lease (QUIET_LEASE admissions for QUIET_LEASE_MS) when it is not busy: its capacity is large. */
+  readonly quietLease?: boolean;
 }
 
 export class IsolateBuckets {
@@ -141,12 +150,19 @@ export class IsolateBuckets {
       return { decision: { allowed: false, remaining: 0, retryAfterMs: wait, resetMs: wait, refillMs: wait } };
     }
     this.stats.objectCalls++;
+    // A quiet bucket of a large capacity takes a few admissions for longer than a busy one's lease: a client that
+    // sends a request every few seconds then calls its object once in QUIET_LEASE + 1 requests, not every time.
+    let leaseMs = LEASE_MS;
+    if (want <= 1 && demand?.quietLease) {
+      want = 1 + QUIET_LEASE;
+      leaseMs = QUIET_LEASE_MS;
+    }
     if (want > 1) {
       // A request lost in flight (no settle) stops holding back the next lease after a lease period.
       if (!leaseIdle) want = 1;
       else memory.askedAt = sent;
     }
-    return this.callOf(memory, want, sent);
+    return this.callOf(memory, want, sent, leaseMs);
   }
 
   /** A request of a form that is never leased: answered "limited" from memory for a cost at least the one refused, else one call. */
@@ -159,28 +175,29 @@ export class IsolateBuckets {
       return { decision: { allowed: false, remaining: 0, retryAfterMs: wait, resetMs: wait, refillMs: wait } };
     }
     this.stats.objectCalls++;
-    return this.callOf(memory, 1, sent);
+    return this.callOf(memory, 1, sent, 0);
   }
 
   /** A call for `want` admissions at `sent`, taking along what is to be handed back. */
-  private callOf(memory: BucketMemory, want: number, sent: number): ObjectCall {
-    if (memory.returnCount === 0) return { want, sent };
+  private callOf(memory: BucketMemory, want: number, sent: number, leaseMs = LEASE_MS): ObjectCall {
+    if (memory.returnCount === 0) return { want, sent, leaseMs };
     const returned = { start: memory.returnStart, count: memory.returnCount };
     memory.returnCount = 0;
-    return { want, sent, returned };
+    return { want, sent, leaseMs, returned };
   }
 
   /**
    * Takes in the object's answer to a request sent at `sent`, and returns that request's decision; its
-   * `remaining` counts the admissions this isolate holds leased too (see `leasedAdmission`).
+   * `remaining` counts the admissions this isolate holds leased too (see `leasedAdmission`). `leaseMs`: the
+   * lease length the call asked for (its `ObjectCall.leaseMs`).
    */
-  settle(id: string, sent: number, answer: LeaseDecision, need = 1): WindowDecision {
+  settle(id: string, sent: number, answer: LeaseDecision, need = 1, leaseMs = LEASE_MS): WindowDecision {
     const memory = this.memoryOf(id);
     const { granted, ...decision } = answer;
     const now = this.now();
     if (sent === memory.askedAt) memory.askedAt = 0;
     if (decision.allowed) {
-      if (granted > 1) lease(memory, now, sent + LEASE_MS - LEASE_MARGIN_MS, answer.leaseStart, granted - 1);
+      if (granted > 1) lease(memory, now, sent + leaseMs - LEASE_MARGIN_MS, answer.leaseStart, granted - 1);
       memory.blockedUntil = 0;
       memory.objectRemaining = decision.remaining;
       memory.refillAt = now + decision.refillMs;

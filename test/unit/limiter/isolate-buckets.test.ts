@@ -3,7 +3,7 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { bucketId } from "../../../src/limiter/bucket-id.ts";
-import { LEASE_MS } from "../../../src/limiter/bucket-memory.ts";
+import { LEASE_MS, QUIET_LEASE, QUIET_LEASE_MS } from "../../../src/limiter/bucket-memory.ts";
 import { BUCKET_ENTRY_BYTES, IsolateBuckets, MAX_BUCKET_ID_LENGTH } from "../../../src/limiter/isolate-buckets.ts";
 import { emptyWindow, live, take, type LeaseDecision, type WindowState } from "../../../src/limiter/sliding-window.ts";
 import { maxInAnyWindow } from "../support/sliding-log.ts";
@@ -45,17 +45,18 @@ function simulate(
   windowMs: number,
   answerWithinMs = Number.POSITIVE_INFINITY,
   renewAhead = false,
+  quietLease = false,
 ) {
   let now = 1_700_000_000_000;
   const buckets = new IsolateBuckets({ now: () => now });
   let state: WindowState = emptyWindow;
-  const inFlight: Array<{ sent: number; answer: LeaseDecision; renewal: boolean }> = [];
+  const inFlight: Array<{ sent: number; answer: LeaseDecision; renewal: boolean; leaseMs: number }> = [];
   const admitted: number[] = [];
-  const deliver = ({ sent, answer, renewal }: { sent: number; answer: LeaseDecision; renewal: boolean }) => {
+  const deliver = ({ sent, answer, renewal, leaseMs }: { sent: number; answer: LeaseDecision; renewal: boolean; leaseMs: number }) => {
     if (renewal) return buckets.settleRenewal("b", sent, answer);
     // An admission the object granted is counted where it decided (below); one the isolate's lease
     // supplies in place of a refusal is counted now.
-    if (buckets.settle("b", sent, answer).allowed && !answer.allowed) admitted.push(now);
+    if (buckets.settle("b", sent, answer, 1, leaseMs).allowed && !answer.allowed) admitted.push(now);
   };
   for (const { gap, deliver: which } of steps) {
     // Answers due back before the clock moves on are delivered first (limiter-client gives up on slower ones).
@@ -71,7 +72,7 @@ function simulate(
       deliver(inFlight.splice(which % inFlight.length, 1)[0]);
       continue;
     }
-    const consulted = buckets.consult("b", renewAhead);
+    const consulted = buckets.consult("b", renewAhead, quietLease ? { need: 1, leases: true, quietLease } : undefined);
     if ("decision" in consulted) {
       if (consulted.decision.allowed) admitted.push(now);
       const renewal = consulted.renewal;
@@ -79,16 +80,16 @@ function simulate(
         // The renewal reaches the object now and decides no request of its own.
         const result = take(state, now, { capacity, windowMs }, renewal.want, LEASE_MS, renewal.returned, false);
         state = result.state;
-        inFlight.push({ sent: renewal.sent, answer: result.decision, renewal: true });
+        inFlight.push({ sent: renewal.sent, answer: result.decision, renewal: true, leaseMs: renewal.leaseMs });
       }
       continue;
     }
     // The object decides when the request reaches it (now); the isolate learns the answer later.
     // Leased admissions the isolate gives back unused go with the call, as limiter-client.ts sends them.
-    const result = take(state, now, { capacity, windowMs }, consulted.want, LEASE_MS, consulted.returned);
+    const result = take(state, now, { capacity, windowMs }, consulted.want, consulted.leaseMs, consulted.returned);
     state = result.state;
     if (result.decision.allowed) admitted.push(now);
-    inFlight.push({ sent: consulted.sent, answer: result.decision, renewal: false });
+    inFlight.push({ sent: consulted.sent, answer: result.decision, renewal: false, leaseMs: consulted.leaseMs });
   }
   // Whatever is still in flight comes back now.
   for (const call of inFlight.splice(0)) deliver(call);
@@ -126,6 +127,66 @@ describe("isolate bucket memory", () => {
       }),
       { numRuns: 80 },
     );
+  });
+
+  it("never lets more than capacity through with quiet leases, whose admissions are used for up to QUIET_LEASE_MS", () => {
+    // Quiet traffic: gaps of seconds, so most calls take a quiet lease; some bursts make the bucket busy in between.
+    const steps = fc.array(
+      fc.record({
+        gap: fc.oneof(
+          { weight: 6, arbitrary: fc.integer({ min: 200, max: 6_000 }) },
+          { weight: 6, arbitrary: fc.integer({ min: 0, max: 60 }) },
+          { weight: 1, arbitrary: fc.integer({ min: 10_000, max: 150_000 }) },
+        ),
+        deliver: fc.integer({ min: 0, max: 3 }),
+      }),
+      { minLength: 200, maxLength: 1000 },
+    );
+    fc.assert(
+      fc.property(steps, fc.integer({ min: 1, max: 300 }), fc.constantFrom(60_000, 120_000), fc.boolean(), (trace, capacity, windowMs, renewAhead) => {
+        const { admitted, stats } = simulate(trace, capacity, windowMs, Number.POSITIVE_INFINITY, renewAhead, true);
+        expect(maxInAnyWindow(admitted, windowMs)).toBeLessThanOrEqual(capacity);
+        expect(stats.objectCalls).toBeGreaterThan(0);
+      }),
+      { numRuns: 80 },
+    );
+  });
+
+  it("a quiet bucket of a large capacity asks for QUIET_LEASE more admissions for QUIET_LEASE_MS, and uses them for its next requests", () => {
+    const clock = { now: 1_700_000_000_000 };
+    const buckets = new IsolateBuckets({ now: () => clock.now });
+    const quiet = { need: 1, leases: true, quietLease: true };
+    const first = buckets.consult("q", true, quiet);
+    expect(first).toMatchObject({ want: 1 + QUIET_LEASE, leaseMs: QUIET_LEASE_MS });
+    if (!("want" in first)) throw new Error("the first request must call the object");
+    expect(buckets.settle("q", first.sent, admitted(1 + QUIET_LEASE), 1, first.leaseMs).allowed).toBe(true);
+    // One request every 2 s: each is answered from the lease while it lasts, no object call.
+    for (let i = 0; i < QUIET_LEASE; i++) {
+      clock.now += 2_000;
+      expect(buckets.consult("q", true, quiet)).toMatchObject({ decision: { allowed: true } });
+    }
+    expect(buckets.stats).toMatchObject({ objectCalls: 1, leasedAdmissions: QUIET_LEASE });
+    // Used up: the next request calls the object again, for another quiet lease.
+    clock.now += 2_000;
+    expect(buckets.consult("q", true, quiet)).toMatchObject({ want: 1 + QUIET_LEASE, leaseMs: QUIET_LEASE_MS });
+  });
+
+  it("a quiet lease is not used past QUIET_LEASE_MS: what it still holds goes back with the next call", () => {
+    const clock = { now: 1_700_000_000_000 };
+    const buckets = new IsolateBuckets({ now: () => clock.now });
+    const quiet = { need: 1, leases: true, quietLease: true };
+    const first = buckets.consult("q", true, quiet);
+    if (!("want" in first)) throw new Error("the first request must call the object");
+    buckets.settle("q", first.sent, admitted(1 + QUIET_LEASE, { leaseStart: 42_000 }), 1, first.leaseMs);
+    clock.now += QUIET_LEASE_MS;
+    expect(buckets.consult("q", true, quiet)).toMatchObject({ want: 1 + QUIET_LEASE, returned: { start: 42_000, count: QUIET_LEASE } });
+  });
+
+  it("without a quiet lease (a small capacity, or a form that is never leased) a quiet bucket asks for its one admission", () => {
+    const buckets = new IsolateBuckets({ now: () => 1_700_000_000_000 });
+    expect(buckets.consult("a", true, { need: 1, leases: true })).toMatchObject({ want: 1 });
+    expect(buckets.consult("b", true)).toMatchObject({ want: 1 });
+    expect(buckets.consult("c", true, { need: 1, leases: false, quietLease: true })).toMatchObject({ want: 1 });
   });
 
   it("leaves no unused leased admission counted: once the leases have expired, one more call hands every one back", () => {
@@ -167,9 +228,9 @@ describe("isolate bucket memory", () => {
     }
     now = LEASE_MS;
     const lease = buckets.consult("b");
-    expect(lease).toEqual({ want: 30, sent: LEASE_MS });
+    expect(lease).toEqual({ want: 30, sent: LEASE_MS, leaseMs: LEASE_MS });
     now += 1;
-    expect(buckets.consult("b")).toEqual({ want: 1, sent: LEASE_MS + 1 });
+    expect(buckets.consult("b")).toEqual({ want: 1, sent: LEASE_MS + 1, leaseMs: LEASE_MS });
     buckets.settle("b", LEASE_MS + 1, answer(1));
     expect(buckets.consult("b")).toMatchObject({ want: 1 }); // the lease request is still in flight
     buckets.settle("b", LEASE_MS, answer(3));
@@ -188,7 +249,7 @@ describe("isolate bucket memory", () => {
       if ("want" in consulted) buckets.settle("b", consulted.sent, answer(1, 0));
     }
     now = LEASE_MS;
-    expect(buckets.consult("b")).toEqual({ want: 40, sent: LEASE_MS });
+    expect(buckets.consult("b")).toEqual({ want: 40, sent: LEASE_MS, leaseMs: LEASE_MS });
     buckets.settle("b", LEASE_MS, answer(40, 2_000));
     let leased = 0;
     let renewal = buckets.consult("b");
@@ -197,7 +258,7 @@ describe("isolate bucket memory", () => {
       renewal = buckets.consult("b");
     }
     expect(leased).toBe(39 - 10); // renewed once a quarter of the demand (10) was left
-    expect(renewal).toEqual({ want: 40, sent: LEASE_MS });
+    expect(renewal).toEqual({ want: 40, sent: LEASE_MS, leaseMs: LEASE_MS });
     for (let i = 0; i < 5; i++) expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } }); // while it is in flight
     now += 20;
     buckets.settle("b", LEASE_MS, answer(40, 3_000));
@@ -215,7 +276,7 @@ describe("isolate bucket memory", () => {
 
   it("renews a busy bucket's lease ahead when it can: the request that finds the renewal due is answered from the lease, and the renewal's admissions are all leased", () => {
     const { buckets } = leasingBucket();
-    expect(buckets.consult("b", true)).toEqual({ want: 40, sent: LEASE_MS });
+    expect(buckets.consult("b", true)).toEqual({ want: 40, sent: LEASE_MS, leaseMs: LEASE_MS });
     buckets.settle("b", LEASE_MS, admitted(40, { leaseStart: 2_000 }));
     let consulted = buckets.consult("b", true);
     let answered = 0;
@@ -226,7 +287,7 @@ describe("isolate bucket memory", () => {
     }
     // The request that found the renewal due (a quarter of the demand, 10, left) took one of them.
     expect(answered).toBe(39 - 10);
-    expect(consulted).toEqual({ decision: expect.objectContaining({ allowed: true }), renewal: { want: 40, sent: LEASE_MS } });
+    expect(consulted).toEqual({ decision: expect.objectContaining({ allowed: true }), renewal: { want: 40, sent: LEASE_MS, leaseMs: LEASE_MS } });
     // While the renewal is out, the remaining 9 are used and nothing else is sent.
     for (let i = 0; i < 9; i++) expect(buckets.consult("b", true)).toEqual({ decision: expect.objectContaining({ allowed: true }) });
     buckets.settleRenewal("b", LEASE_MS, admitted(40, { leaseStart: 3_000, remaining: 500 }));
@@ -293,7 +354,7 @@ describe("isolate bucket memory", () => {
     now = 2 * LEASE_MS - 100 - LEASE_MS / 4 - 1;
     expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } });
     now += 1;
-    expect(buckets.consult("b")).toEqual({ want: 40, sent: now });
+    expect(buckets.consult("b")).toEqual({ want: 40, sent: now, leaseMs: LEASE_MS });
   });
 
   it("a lease request that never comes back holds back the next one for one lease period only", () => {
@@ -328,7 +389,7 @@ describe("isolate bucket memory", () => {
     ).toMatchObject({
       allowed: false,
     });
-    expect(buckets.consult("b")).toEqual({ want: 3, sent: 2 * LEASE_MS, returned: { start: 61_000, count: 3 } });
+    expect(buckets.consult("b")).toEqual({ want: 3, sent: 2 * LEASE_MS, leaseMs: LEASE_MS, returned: { start: 61_000, count: 3 } });
     expect(buckets.consult("b")).toMatchObject({ decision: { allowed: false } }); // nothing left to hand back
   });
 
@@ -375,7 +436,7 @@ describe("isolate bucket memory", () => {
     let now = 0;
     const buckets = new IsolateBuckets({ now: () => now });
     const first = buckets.consult("b");
-    expect(first).toEqual({ want: 1, sent: 0 });
+    expect(first).toEqual({ want: 1, sent: 0, leaseMs: LEASE_MS });
     expect(
       buckets.settle("b", 0, { allowed: false, granted: 0, leaseStart: 0, remaining: 0, retryAfterMs: 42_000, resetMs: 60_000, refillMs: 42_000 }),
     ).toMatchObject({ allowed: false, retryAfterMs: 42_000 });
@@ -397,7 +458,7 @@ describe("isolate bucket memory", () => {
     }
     now = LEASE_MS;
     const consulted = buckets.consult("b");
-    expect(consulted).toEqual({ want: 10, sent: LEASE_MS });
+    expect(consulted).toEqual({ want: 10, sent: LEASE_MS, leaseMs: LEASE_MS });
     buckets.settle("b", LEASE_MS, { allowed: true, granted: 10, leaseStart: 0, remaining: 90, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 });
     for (let i = 0; i < 9; i++) expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } });
     expect(buckets.consult("b")).toMatchObject({ want: 10 });
