@@ -98,12 +98,17 @@ export function renewalDue(memory: BucketMemory, now: number, want: number): boo
  */
 function retire(memory: BucketMemory): void {
   if (memory.slots === 0) return;
-  if (memory.returnCount > 0 && memory.returnStart === memory.leaseStart) memory.returnCount += memory.slots;
-  else {
-    memory.returnStart = memory.leaseStart;
-    memory.returnCount = memory.slots;
-  }
+  handBack(memory, memory.leaseStart, memory.slots);
   memory.slots = 0;
+}
+
+/** Leased admissions recorded in the sub-window at `start` that will never be used go to the hand-back (see `retire`). */
+export function handBack(memory: BucketMemory, start: number, count: number): void {
+  if (memory.returnCount > 0 && memory.returnStart === start) memory.returnCount += count;
+  else {
+    memory.returnStart = start;
+    memory.returnCount = count;
+  }
 }
 
 /** Past the deadline, the lease's unused admissions go to the hand-back. */
@@ -161,4 +166,17 @@ export function switchRules(memory: BucketMemory, key: string): void {
     memory.blockedUntil = 0;
   }
   memory.rulesKey = key;
+}
+
+/**
+ * Whether the answer to a call sent under the rules named `key` may be taken in: the bucket is still decided by
+ * them (undefined: rules that never change). Its lease was counted against their capacity, so under others it is
+ * handed back unused, as `switchRules` does. A memory made since the call (the isolate forgot the bucket) takes
+ * `key` as its rules, so that a switch retires the lease.
+ */
+export function answeredUnderRules(memory: BucketMemory, key: string | undefined): boolean {
+  if (key === undefined || memory.rulesKey === key) return true;
+  if (memory.rulesKey !== "") return false;
+  memory.rulesKey = key;
+  return true;
 }

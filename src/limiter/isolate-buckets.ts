@@ -26,8 +26,10 @@ import { BucketIdCache } from "./bucket-id-cache.ts";
 import { DecisionLog } from "./decision-log.ts";
 import { IngressMemo } from "./ingress-memo.ts";
 import {
+  answeredUnderRules,
   type BucketMemory,
   expire,
+  handBack,
   lease,
   LEASE_MARGIN_MS,
   LEASE_MS,
@@ -189,13 +191,18 @@ export class IsolateBuckets {
   /**
    * Takes in the object's answer to a request sent at `sent`, and returns that request's decision; its
    * `remaining` counts the admissions this isolate holds leased too (see `leasedAdmission`). `leaseMs`: the
-   * lease length the call asked for (its `ObjectCall.leaseMs`).
+   * lease length the call asked for (its `ObjectCall.leaseMs`); `rulesKey`: the rules it was sent under
+   * (`Demand.rulesKey`). An answer under rules the bucket is no longer decided by decides its request only.
    */
-  settle(id: string, sent: number, answer: LeaseDecision, need = 1, leaseMs = LEASE_MS): WindowDecision {
+  settle(id: string, sent: number, answer: LeaseDecision, need = 1, leaseMs = LEASE_MS, rulesKey?: string): WindowDecision {
     const memory = this.memoryOf(id);
     const { granted, ...decision } = answer;
     const now = this.now();
     if (sent === memory.askedAt) memory.askedAt = 0;
+    if (!answeredUnderRules(memory, rulesKey)) {
+      if (decision.allowed && granted > 1) handBack(memory, answer.leaseStart, granted - 1);
+      return decision;
+    }
     if (decision.allowed) {
       if (granted > 1) lease(memory, now, sent + leaseMs - LEASE_MARGIN_MS, answer.leaseStart, granted - 1);
       memory.blockedUntil = 0;
@@ -215,12 +222,16 @@ export class IsolateBuckets {
   /**
    * Takes in the object's answer to a renewal sent at `sent` (a lease asked for ahead: every admission it
    * granted is leased, none was a request's). A full bucket's answer is remembered as limited; admissions
-   * still leased are used first all the same, as they are already counted.
+   * still leased are used first all the same, as they are already counted. `rulesKey`: as for `settle`.
    */
-  settleRenewal(id: string, sent: number, answer: LeaseDecision): void {
+  settleRenewal(id: string, sent: number, answer: LeaseDecision, rulesKey?: string): void {
     const memory = this.memoryOf(id);
     const now = this.now();
     if (sent === memory.askedAt) memory.askedAt = 0;
+    if (!answeredUnderRules(memory, rulesKey)) {
+      if (answer.allowed && answer.granted > 0) handBack(memory, answer.leaseStart, answer.granted);
+      return;
+    }
     if (!answer.allowed) {
       memory.objectRemaining = 0;
       memory.blockedUntil = now + answer.retryAfterMs;
