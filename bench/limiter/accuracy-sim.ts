@@ -149,9 +149,7 @@ export function simulateAccuracy({
           events.at(events.now + between(latencies.object), () => {
             const result = take(state, clock(), spec, renewal.want, leaseMs, renewal.returned, false);
             state = result.state;
-            events.at(events.now + between(latencies.object), () =>
-              onIsolate(events.now, () => buckets.settleRenewal("accuracy", renewal.sent, result.decision)),
-            );
+            events.at(events.now + between(latencies.object), () => onIsolate(events.now, () => buckets.settleRenewal("accuracy", renewal, result.decision)));
           });
         }
         return answer(consulted.decision.allowed ? clock() : undefined);
@@ -162,7 +160,7 @@ export function simulateAccuracy({
         state = result.state;
         events.at(events.now + between(latencies.object), () =>
           onIsolate(events.now, () => {
-            const decision = buckets.settle("accuracy", consulted.sent, result.decision);
+            const decision = buckets.settle("accuracy", consulted, result.decision);
             // An admission the object granted happened when it decided; a leased one the isolate used in place of a refusal, now.
             answer(decision.allowed ? (result.decision.allowed ? decidedAt : clock()) : undefined);
           }),

@@ -103,7 +103,7 @@ export function durableObjectCounter(env: Env, ingress: string, buckets: Isolate
           bucketId: id,
         };
       }
-      const decision = buckets.settle(id, consulted.sent, answer, need, consulted.leaseMs, limit.key);
+      const decision = buckets.settle(id, consulted, answer, need);
       const reservation = limit.reserve;
       if (reservation === undefined || !answer.allowed) return { ok: true, decision, bucketId: id };
       const shard = shardName(name, id);
@@ -119,7 +119,7 @@ export function durableObjectCounter(env: Env, ingress: string, buckets: Isolate
 async function renewLease(env: Env, buckets: IsolateBuckets, shard: string, id: string, limit: LimitSpec, call: ObjectCall, timeoutMs: number): Promise<void> {
   try {
     const answer = await withTimeout(takeFromStore(env, shard, takeOf(id, limit, true, call, false), call.sent), timeoutMs);
-    buckets.settleRenewal(id, call.sent, answer, limit.key);
+    buckets.settleRenewal(id, call, answer);
   } catch (error) {
     console.error(`rate-limit: renewing a lease failed, requests are counted one by one until the next: ${(error as Error).message}`);
   }

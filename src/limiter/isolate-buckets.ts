@@ -78,7 +78,12 @@ export interface ObjectCall {
   readonly sent: number;
   readonly leaseMs: number;
   readonly returned?: LeaseReturn;
+  /** The rules the call was sent under (`Demand.rulesKey`): its answer is taken in only while they still decide the bucket. */
+  readonly rulesKey?: string;
 }
+
+/** What `settle` needs of the call an answer is to: when it was sent, and (when not the defaults) its lease length and rules. */
+export type SentCall = Pick<ObjectCall, "sent"> & Partial<Pick<ObjectCall, "leaseMs" | "rulesKey">>;
 
 /**
  * Memory answered (`decision`), and when `renewal` is there the caller sends it after the response, as a lease
@@ -131,7 +136,7 @@ export class IsolateBuckets {
   consult(id: string, renewAhead = false, demand?: Demand): Consultation {
     const memory = this.memoryOf(id);
     if (demand?.rulesKey !== undefined) switchRules(memory, demand.rulesKey);
-    if (demand && !demand.leases) return this.consultUnleased(memory, demand.need);
+    if (demand && !demand.leases) return this.consultUnleased(memory, demand.need, demand.rulesKey);
     const sent = this.now();
     let want = observe(memory, sent);
     const leaseIdle = memory.askedAt === 0 || sent - memory.askedAt >= LEASE_MS;
@@ -142,7 +147,7 @@ export class IsolateBuckets {
       this.stats.objectCalls++;
       this.stats.renewalsAhead++;
       memory.askedAt = sent;
-      return { decision, renewal: this.callOf(memory, want, sent) };
+      return { decision, renewal: this.callOf(memory, want, sent, LEASE_MS, demand?.rulesKey) };
     }
     if (!renew && this.takeLeased(memory, sent)) return { decision: leasedAdmission(memory, sent) };
     expire(memory, sent);
@@ -164,11 +169,11 @@ export class IsolateBuckets {
       if (!leaseIdle) want = 1;
       else memory.askedAt = sent;
     }
-    return this.callOf(memory, want, sent, leaseMs);
+    return this.callOf(memory, want, sent, leaseMs, demand?.rulesKey);
   }
 
   /** A request of a form that is never leased: answered "limited" from memory for a cost at least the one refused, else one call. */
-  private consultUnleased(memory: BucketMemory, need: number): Consultation {
+  private consultUnleased(memory: BucketMemory, need: number, rulesKey: string | undefined): Consultation {
     const sent = this.now();
     expire(memory, sent);
     if (memory.blockedUntil > sent && need >= memory.blockedNeed && memory.returnCount === 0) {
@@ -177,24 +182,24 @@ export class IsolateBuckets {
       return { decision: { allowed: false, remaining: 0, retryAfterMs: wait, resetMs: wait, refillMs: wait } };
     }
     this.stats.objectCalls++;
-    return this.callOf(memory, 1, sent, 0);
+    return this.callOf(memory, 1, sent, 0, rulesKey);
   }
 
   /** A call for `want` admissions at `sent`, taking along what is to be handed back. */
-  private callOf(memory: BucketMemory, want: number, sent: number, leaseMs = LEASE_MS): ObjectCall {
-    if (memory.returnCount === 0) return { want, sent, leaseMs };
+  private callOf(memory: BucketMemory, want: number, sent: number, leaseMs: number, rulesKey: string | undefined): ObjectCall {
+    const call = rulesKey === undefined ? { want, sent, leaseMs } : { want, sent, leaseMs, rulesKey };
+    if (memory.returnCount === 0) return call;
     const returned = { start: memory.returnStart, count: memory.returnCount };
     memory.returnCount = 0;
-    return { want, sent, leaseMs, returned };
+    return { ...call, returned };
   }
 
   /**
-   * Takes in the object's answer to a request sent at `sent`, and returns that request's decision; its
-   * `remaining` counts the admissions this isolate holds leased too (see `leasedAdmission`). `leaseMs`: the
-   * lease length the call asked for (its `ObjectCall.leaseMs`); `rulesKey`: the rules it was sent under
-   * (`Demand.rulesKey`). An answer under rules the bucket is no longer decided by decides its request only.
+   * Takes in the object's answer to `call`, and returns that request's decision; its `remaining` counts the
+   * admissions this isolate holds leased too (see `leasedAdmission`). An answer to a call sent under rules the
+   * bucket is no longer decided by decides its request only.
    */
-  settle(id: string, sent: number, answer: LeaseDecision, need = 1, leaseMs = LEASE_MS, rulesKey?: string): WindowDecision {
+  settle(id: string, { sent, leaseMs = LEASE_MS, rulesKey }: SentCall, answer: LeaseDecision, need = 1): WindowDecision {
     const memory = this.memoryOf(id);
     const { granted, ...decision } = answer;
     const now = this.now();
@@ -220,11 +225,11 @@ export class IsolateBuckets {
   }
 
   /**
-   * Takes in the object's answer to a renewal sent at `sent` (a lease asked for ahead: every admission it
-   * granted is leased, none was a request's). A full bucket's answer is remembered as limited; admissions
-   * still leased are used first all the same, as they are already counted. `rulesKey`: as for `settle`.
+   * Takes in the object's answer to a renewal (a lease asked for ahead: every admission it granted is leased,
+   * none was a request's). A full bucket's answer is remembered as limited; admissions still leased are used
+   * first all the same, as they are already counted. Rules as for `settle`.
    */
-  settleRenewal(id: string, sent: number, answer: LeaseDecision, rulesKey?: string): void {
+  settleRenewal(id: string, { sent, rulesKey }: SentCall, answer: LeaseDecision): void {
     const memory = this.memoryOf(id);
     const now = this.now();
     if (sent === memory.askedAt) memory.askedAt = 0;

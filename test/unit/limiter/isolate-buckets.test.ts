@@ -22,7 +22,7 @@ function leasingBucket(): { buckets: IsolateBuckets; clock: { now: number } } {
   const buckets = new IsolateBuckets({ now: () => clock.now });
   for (let i = 0; i < 40; i++, clock.now += 5) {
     const consulted = buckets.consult("b", true);
-    if ("want" in consulted) buckets.settle("b", consulted.sent, admitted(1));
+    if ("want" in consulted) buckets.settle("b", { sent: consulted.sent }, admitted(1));
   }
   clock.now = LEASE_MS;
   return { buckets, clock };
@@ -53,10 +53,10 @@ function simulate(
   const inFlight: Array<{ sent: number; answer: LeaseDecision; renewal: boolean; leaseMs: number }> = [];
   const admitted: number[] = [];
   const deliver = ({ sent, answer, renewal, leaseMs }: { sent: number; answer: LeaseDecision; renewal: boolean; leaseMs: number }) => {
-    if (renewal) return buckets.settleRenewal("b", sent, answer);
+    if (renewal) return buckets.settleRenewal("b", { sent }, answer);
     // An admission the object granted is counted where it decided (below); one the isolate's lease
     // supplies in place of a refusal is counted now.
-    if (buckets.settle("b", sent, answer, 1, leaseMs).allowed && !answer.allowed) admitted.push(now);
+    if (buckets.settle("b", { sent, leaseMs }, answer).allowed && !answer.allowed) admitted.push(now);
   };
   for (const { gap, deliver: which } of steps) {
     // Answers due back before the clock moves on are delivered first (limiter-client gives up on slower ones).
@@ -159,7 +159,7 @@ describe("isolate bucket memory", () => {
     const first = buckets.consult("q", true, quiet);
     expect(first).toMatchObject({ want: 1 + QUIET_LEASE, leaseMs: QUIET_LEASE_MS });
     if (!("want" in first)) throw new Error("the first request must call the object");
-    expect(buckets.settle("q", first.sent, admitted(1 + QUIET_LEASE), 1, first.leaseMs).allowed).toBe(true);
+    expect(buckets.settle("q", first, admitted(1 + QUIET_LEASE)).allowed).toBe(true);
     // One request every 2 s: each is answered from the lease while it lasts, no object call.
     for (let i = 0; i < QUIET_LEASE; i++) {
       clock.now += 2_000;
@@ -177,7 +177,7 @@ describe("isolate bucket memory", () => {
     const quiet = { need: 1, leases: true, quietLease: true };
     const first = buckets.consult("q", true, quiet);
     if (!("want" in first)) throw new Error("the first request must call the object");
-    buckets.settle("q", first.sent, admitted(1 + QUIET_LEASE, { leaseStart: 42_000 }), 1, first.leaseMs);
+    buckets.settle("q", first, admitted(1 + QUIET_LEASE, { leaseStart: 42_000 }));
     clock.now += QUIET_LEASE_MS;
     expect(buckets.consult("q", true, quiet)).toMatchObject({ want: 1 + QUIET_LEASE, returned: { start: 42_000, count: QUIET_LEASE } });
   });
@@ -224,16 +224,16 @@ describe("isolate bucket memory", () => {
     const answer = (granted: number) => admitted(granted, { remaining: 500 });
     for (let i = 0; i < 30; i++, now += 10) {
       const consulted = buckets.consult("b");
-      if ("want" in consulted) buckets.settle("b", consulted.sent, answer(1));
+      if ("want" in consulted) buckets.settle("b", { sent: consulted.sent }, answer(1));
     }
     now = LEASE_MS;
     const lease = buckets.consult("b");
     expect(lease).toEqual({ want: 30, sent: LEASE_MS, leaseMs: LEASE_MS });
     now += 1;
     expect(buckets.consult("b")).toEqual({ want: 1, sent: LEASE_MS + 1, leaseMs: LEASE_MS });
-    buckets.settle("b", LEASE_MS + 1, answer(1));
+    buckets.settle("b", { sent: LEASE_MS + 1 }, answer(1));
     expect(buckets.consult("b")).toMatchObject({ want: 1 }); // the lease request is still in flight
-    buckets.settle("b", LEASE_MS, answer(3));
+    buckets.settle("b", { sent: LEASE_MS }, answer(3));
     // A bucket of 30 requests a period is not busy enough to renew early: its 2 leased admissions are used first.
     expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } });
     expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } });
@@ -246,11 +246,11 @@ describe("isolate bucket memory", () => {
     const answer = (granted: number, leaseStart: number) => admitted(granted, { leaseStart });
     for (let i = 0; i < 40; i++, now += 5) {
       const consulted = buckets.consult("b");
-      if ("want" in consulted) buckets.settle("b", consulted.sent, answer(1, 0));
+      if ("want" in consulted) buckets.settle("b", { sent: consulted.sent }, answer(1, 0));
     }
     now = LEASE_MS;
     expect(buckets.consult("b")).toEqual({ want: 40, sent: LEASE_MS, leaseMs: LEASE_MS });
-    buckets.settle("b", LEASE_MS, answer(40, 2_000));
+    buckets.settle("b", { sent: LEASE_MS }, answer(40, 2_000));
     let leased = 0;
     let renewal = buckets.consult("b");
     while ("decision" in renewal) {
@@ -261,7 +261,7 @@ describe("isolate bucket memory", () => {
     expect(renewal).toEqual({ want: 40, sent: LEASE_MS, leaseMs: LEASE_MS });
     for (let i = 0; i < 5; i++) expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } }); // while it is in flight
     now += 20;
-    buckets.settle("b", LEASE_MS, answer(40, 3_000));
+    buckets.settle("b", { sent: LEASE_MS }, answer(40, 3_000));
     // The new lease's 39 are used now; the old lease's 5 left are handed back with the next object call.
     let next = buckets.consult("b");
     let fromNewLease = 0;
@@ -277,7 +277,7 @@ describe("isolate bucket memory", () => {
   it("renews a busy bucket's lease ahead when it can: the request that finds the renewal due is answered from the lease, and the renewal's admissions are all leased", () => {
     const { buckets } = leasingBucket();
     expect(buckets.consult("b", true)).toEqual({ want: 40, sent: LEASE_MS, leaseMs: LEASE_MS });
-    buckets.settle("b", LEASE_MS, admitted(40, { leaseStart: 2_000 }));
+    buckets.settle("b", { sent: LEASE_MS }, admitted(40, { leaseStart: 2_000 }));
     let consulted = buckets.consult("b", true);
     let answered = 0;
     while (!("renewal" in consulted && consulted.renewal)) {
@@ -290,7 +290,7 @@ describe("isolate bucket memory", () => {
     expect(consulted).toEqual({ decision: expect.objectContaining({ allowed: true }), renewal: { want: 40, sent: LEASE_MS, leaseMs: LEASE_MS } });
     // While the renewal is out, the remaining 9 are used and nothing else is sent.
     for (let i = 0; i < 9; i++) expect(buckets.consult("b", true)).toEqual({ decision: expect.objectContaining({ allowed: true }) });
-    buckets.settleRenewal("b", LEASE_MS, admitted(40, { leaseStart: 3_000, remaining: 500 }));
+    buckets.settleRenewal("b", { sent: LEASE_MS }, admitted(40, { leaseStart: 3_000, remaining: 500 }));
     // All 40 of the renewal are leased (it decided no request of its own): one used, 39 held, 500 at the object.
     expect(buckets.consult("b", true)).toEqual({ decision: expect.objectContaining({ allowed: true, remaining: 500 + 39 }) });
     expect(buckets.stats.objectCalls).toBe(40 + 1 + 1); // the first period one by one, the lease, the renewal
@@ -299,10 +299,14 @@ describe("isolate bucket memory", () => {
   it("a renewal asked for ahead that finds the bucket full: admissions still leased are used first, then requests are refused from memory", () => {
     const { buckets } = leasingBucket();
     buckets.consult("b", true);
-    buckets.settle("b", LEASE_MS, admitted(40, { leaseStart: 2_000 }));
+    buckets.settle("b", { sent: LEASE_MS }, admitted(40, { leaseStart: 2_000 }));
     let consulted = buckets.consult("b", true);
     while (!("renewal" in consulted && consulted.renewal)) consulted = buckets.consult("b", true);
-    buckets.settleRenewal("b", LEASE_MS, { allowed: false, granted: 0, leaseStart: 0, remaining: 0, retryAfterMs: 30_000, resetMs: 60_000, refillMs: 30_000 });
+    buckets.settleRenewal(
+      "b",
+      { sent: LEASE_MS },
+      { allowed: false, granted: 0, leaseStart: 0, remaining: 0, retryAfterMs: 30_000, resetMs: 60_000, refillMs: 30_000 },
+    );
     for (let i = 0; i < 9; i++) expect(buckets.consult("b", true)).toMatchObject({ decision: { allowed: true } });
     const calls = buckets.stats.objectCalls;
     expect(buckets.consult("b", true)).toEqual({ decision: { allowed: false, remaining: 0, retryAfterMs: 30_000, resetMs: 30_000, refillMs: 30_000 } });
@@ -312,7 +316,7 @@ describe("isolate bucket memory", () => {
   it("a renewal asked for ahead that never comes back: requests go to the object one by one, and a lease may be asked for again after a lease period", () => {
     const { buckets, clock } = leasingBucket();
     buckets.consult("b", true);
-    buckets.settle("b", LEASE_MS, admitted(40, { leaseStart: 2_000 }));
+    buckets.settle("b", { sent: LEASE_MS }, admitted(40, { leaseStart: 2_000 }));
     let consulted = buckets.consult("b", true);
     while (!("renewal" in consulted && consulted.renewal)) consulted = buckets.consult("b", true);
     const renewalSent = clock.now;
@@ -332,7 +336,11 @@ describe("isolate bucket memory", () => {
       const consulted = buckets.consult("b");
       if ("want" in consulted) {
         wants.push(consulted.want);
-        buckets.settle("b", consulted.sent, { allowed: true, granted: 1, leaseStart: 0, remaining: 1_000_000, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 });
+        buckets.settle(
+          "b",
+          { sent: consulted.sent },
+          { allowed: true, granted: 1, leaseStart: 0, remaining: 1_000_000, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 },
+        );
       }
     }
     // One by one up to 31 requests (a short burst leaves a lease unused), then a lease of what the epoch has seen.
@@ -346,10 +354,10 @@ describe("isolate bucket memory", () => {
     const answer = (granted: number) => admitted(granted, { remaining: 1_000 });
     for (let i = 0; i < 40; i++, now += 20) {
       const consulted = buckets.consult("b");
-      if ("want" in consulted) buckets.settle("b", consulted.sent, answer(1));
+      if ("want" in consulted) buckets.settle("b", { sent: consulted.sent }, answer(1));
     }
     now = LEASE_MS;
-    buckets.settle("b", (buckets.consult("b") as { sent: number }).sent, answer(40));
+    buckets.settle("b", { sent: (buckets.consult("b") as { sent: number }).sent }, answer(40));
     // 39 leased, usable until 2·LEASE_MS − 100; a quarter of the period before that, the lease is renewed.
     now = 2 * LEASE_MS - 100 - LEASE_MS / 4 - 1;
     expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } });
@@ -375,17 +383,25 @@ describe("isolate bucket memory", () => {
     for (let i = 0; i < 10; i++, now += 50) {
       const consulted = buckets.consult("b");
       if ("want" in consulted)
-        buckets.settle("b", consulted.sent, { allowed: true, granted: 1, leaseStart: 0, remaining: 100, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 });
+        buckets.settle(
+          "b",
+          { sent: consulted.sent },
+          { allowed: true, granted: 1, leaseStart: 0, remaining: 100, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 },
+        );
     }
     now = LEASE_MS;
     expect(buckets.consult("b")).toMatchObject({ want: 10 });
     const other = buckets.consult("b"); // a concurrent request
     if (!("want" in other)) throw new Error("expected an object call");
-    buckets.settle("b", LEASE_MS, { allowed: true, granted: 5, leaseStart: 61_000, remaining: 20, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 });
+    buckets.settle("b", { sent: LEASE_MS }, { allowed: true, granted: 5, leaseStart: 61_000, remaining: 20, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 });
     expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } }); // uses one of the 4 leased
     now = 2 * LEASE_MS; // the other 3 expire unused, then the concurrent request comes back limited
     expect(
-      buckets.settle("b", other.sent, { allowed: false, granted: 0, leaseStart: 0, remaining: 0, retryAfterMs: 30_000, resetMs: 60_000, refillMs: 30_000 }),
+      buckets.settle(
+        "b",
+        { sent: other.sent },
+        { allowed: false, granted: 0, leaseStart: 0, remaining: 0, retryAfterMs: 30_000, resetMs: 60_000, refillMs: 30_000 },
+      ),
     ).toMatchObject({
       allowed: false,
     });
@@ -399,13 +415,17 @@ describe("isolate bucket memory", () => {
     for (let i = 0; i < 10; i++, now += 50) {
       const consulted = buckets.consult("b");
       if ("want" in consulted)
-        buckets.settle("b", consulted.sent, { allowed: true, granted: 1, leaseStart: 0, remaining: 100, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 });
+        buckets.settle(
+          "b",
+          { sent: consulted.sent },
+          { allowed: true, granted: 1, leaseStart: 0, remaining: 100, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 },
+        );
     }
     now = LEASE_MS;
     expect(buckets.consult("b")).toMatchObject({ want: 10, sent: LEASE_MS });
     now = 2 * LEASE_MS;
     expect(
-      buckets.settle("b", LEASE_MS, { allowed: true, granted: 10, leaseStart: 61_000, remaining: 80, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 }),
+      buckets.settle("b", { sent: LEASE_MS }, { allowed: true, granted: 10, leaseStart: 61_000, remaining: 80, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 }),
     ).toMatchObject({
       allowed: true,
       remaining: 80,
@@ -423,7 +443,7 @@ describe("isolate bucket memory", () => {
       if ("decision" in consulted) return consulted.decision;
       const result = take(state, now, spec, consulted.want, LEASE_MS, consulted.returned);
       state = result.state;
-      return buckets.settle("b", consulted.sent, result.decision);
+      return buckets.settle("b", { sent: consulted.sent }, result.decision);
     };
     for (let i = 0; i < 30; i++, now += 10) ask(); // busy: 30 requests in the first lease period
     now = 1_700_000_001_000;
@@ -438,7 +458,7 @@ describe("isolate bucket memory", () => {
     const first = buckets.consult("b");
     expect(first).toEqual({ want: 1, sent: 0, leaseMs: LEASE_MS });
     expect(
-      buckets.settle("b", 0, { allowed: false, granted: 0, leaseStart: 0, remaining: 0, retryAfterMs: 42_000, resetMs: 60_000, refillMs: 42_000 }),
+      buckets.settle("b", { sent: 0 }, { allowed: false, granted: 0, leaseStart: 0, remaining: 0, retryAfterMs: 42_000, resetMs: 60_000, refillMs: 42_000 }),
     ).toMatchObject({ allowed: false, retryAfterMs: 42_000 });
     now = 2_000;
     expect(buckets.consult("b")).toEqual({ decision: { allowed: false, remaining: 0, retryAfterMs: 40_000, resetMs: 40_000, refillMs: 40_000 } });
@@ -453,13 +473,17 @@ describe("isolate bucket memory", () => {
     for (let i = 0; i < 10; i++) {
       const consulted = buckets.consult("b");
       if ("want" in consulted)
-        buckets.settle("b", consulted.sent, { allowed: true, granted: 1, leaseStart: 0, remaining: 100, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 });
+        buckets.settle(
+          "b",
+          { sent: consulted.sent },
+          { allowed: true, granted: 1, leaseStart: 0, remaining: 100, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 },
+        );
       now += 50;
     }
     now = LEASE_MS;
     const consulted = buckets.consult("b");
     expect(consulted).toEqual({ want: 10, sent: LEASE_MS, leaseMs: LEASE_MS });
-    buckets.settle("b", LEASE_MS, { allowed: true, granted: 10, leaseStart: 0, remaining: 90, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 });
+    buckets.settle("b", { sent: LEASE_MS }, { allowed: true, granted: 10, leaseStart: 0, remaining: 90, retryAfterMs: 0, resetMs: 0, refillMs: 60_000 });
     for (let i = 0; i < 9; i++) expect(buckets.consult("b")).toMatchObject({ decision: { allowed: true } });
     expect(buckets.consult("b")).toMatchObject({ want: 10 });
     expect(buckets.stats.leasedAdmissions).toBe(9);

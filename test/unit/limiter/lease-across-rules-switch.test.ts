@@ -51,15 +51,15 @@ describe("a lease answered after the bucket's rules changed", () => {
     expect(refusal.allowed).toBe(false);
 
     clock.now += 5;
-    expect(buckets.settle(ID, quiet.sent, quietAnswer, 1, quiet.leaseMs, "large").allowed).toBe(true);
-    expect(buckets.settle(ID, underLowered.sent, refusal, 1, underLowered.leaseMs, "lowered").allowed).toBe(false);
+    expect(buckets.settle(ID, { ...quiet, rulesKey: "large" }, quietAnswer).allowed).toBe(true);
+    expect(buckets.settle(ID, { ...underLowered, rulesKey: "lowered" }, refusal).allowed).toBe(false);
     // The window holds five times the lowered capacity: nothing more is admitted, from memory or otherwise.
     let admitted = 0;
     for (let i = 0; i < QUIET_LEASE; i++) {
       clock.now += 1_000;
       const consulted = buckets.consult(ID, false, loweredTier);
       if ("decision" in consulted) admitted += consulted.decision.allowed ? 1 : 0;
-      else if (buckets.settle(ID, consulted.sent, object.send(lowered, consulted), 1, consulted.leaseMs, "lowered").allowed) admitted++;
+      else if (buckets.settle(ID, { ...consulted, rulesKey: "lowered" }, object.send(lowered, consulted)).allowed) admitted++;
     }
     expect(admitted).toBe(0);
     expect(object.used()).toBe(501);
@@ -73,7 +73,7 @@ describe("a lease answered after the bucket's rules changed", () => {
     const quietAnswer = object.send(large, quiet);
     buckets.consult("another bucket", false, { need: 1, leases: false }); // the memory holds one bucket: this one is forgotten
     clock.now += 5;
-    expect(buckets.settle(ID, quiet.sent, quietAnswer, 1, quiet.leaseMs, "large").allowed).toBe(true);
+    expect(buckets.settle(ID, { ...quiet, rulesKey: "large" }, quietAnswer).allowed).toBe(true);
     clock.now += 5;
     const next = buckets.consult(ID, false, loweredTier);
     expect(next).toMatchObject({ want: 1, returned: { start: quietAnswer.leaseStart, count: QUIET_LEASE } });
@@ -96,11 +96,11 @@ describe("a lease answered after the bucket's rules changed", () => {
     // Busy for a lease period (40 requests), then leasing: the renewal goes out ahead once a quarter is left.
     for (let i = 0; i < 40; i++, now += 5) {
       const consulted = buckets.consult(ID, true, busy);
-      if ("want" in consulted) buckets.settle(ID, consulted.sent, answer(1, 0), 1, consulted.leaseMs, "large");
+      if ("want" in consulted) buckets.settle(ID, { ...consulted, rulesKey: "large" }, answer(1, 0));
     }
     now = LEASE_MS;
     const first = objectCall(buckets.consult(ID, true, busy));
-    buckets.settle(ID, first.sent, answer(first.want, 61_000), 1, first.leaseMs, "large");
+    buckets.settle(ID, { ...first, rulesKey: "large" }, answer(first.want, 61_000));
     let renewal: ObjectCall | undefined;
     while (!renewal) {
       const consulted = buckets.consult(ID, true, busy);
@@ -109,7 +109,7 @@ describe("a lease answered after the bucket's rules changed", () => {
     }
     const underLowered = objectCall(buckets.consult(ID, true, loweredTier));
     expect(underLowered.returned?.count).toBeGreaterThan(0); // what the old lease held goes back
-    buckets.settleRenewal(ID, renewal.sent, answer(40, 62_000), "large");
+    buckets.settleRenewal(ID, { ...renewal, rulesKey: "large" }, answer(40, 62_000));
     const next = buckets.consult(ID, true, loweredTier);
     expect(next).toMatchObject({ returned: { start: 62_000, count: 40 } });
   });

@@ -26,7 +26,7 @@ function bucketAt(clock: { now: number }) {
     }
     const taken = decideRow(row, { id: ID, spec: rule, want: consulted.want, leaseMs: LEASE_MS, returned: consulted.returned, forRequest: true }, clock.now);
     row = taken.row;
-    const decision = buckets.settle(ID, consulted.sent, taken.decision);
+    const decision = buckets.settle(ID, { sent: consulted.sent }, taken.decision);
     if (decision.allowed) admitted++;
     return { allowed: decision.allowed, returned: consulted.returned?.count ?? 0 };
   };

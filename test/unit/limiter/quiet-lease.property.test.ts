@@ -113,8 +113,8 @@ function simulate(steps: readonly Step[], rules: readonly Rules[], isolates: num
   };
   const answer = ({ isolate, call, answer: decision, rules: decidedBy, renewal }: InFlight) => {
     const memory = memories[isolate]!;
-    if (renewal) return memory.settleRenewal(ID, call.sent, decision, decidedBy.limit.key);
-    const settled = memory.settle(ID, call.sent, decision, 1, call.leaseMs, decidedBy.limit.key);
+    if (renewal) return memory.settleRenewal(ID, { ...call, rulesKey: decidedBy.limit.key }, decision);
+    const settled = memory.settle(ID, { ...call, rulesKey: decidedBy.limit.key }, decision);
     // An admission the object granted is counted where it decided; one a lease supplies in place of a refusal, now.
     if (settled.allowed && !decision.allowed) admissions.push({ at: now, capacity: decidedBy.capacity, rules: decidedBy.limit.key!, by: "settle" });
     if (settled.allowed) told.push({ remaining: settled.remaining, capacity: decidedBy.capacity });

@@ -26,12 +26,12 @@ export class LeasingCounter implements RateLimitCounter {
       if (renewal) {
         const { decision, state } = take(this.windows.get(id) ?? emptyWindow, this.clock.now, spec, renewal.want, LEASE_MS, renewal.returned, false);
         this.windows.set(id, state);
-        this.buckets.settleRenewal(id, renewal.sent, decision);
+        this.buckets.settleRenewal(id, { sent: renewal.sent }, decision);
       }
       return { ok: true, decision: consulted.decision, bucketId: id };
     }
     const { decision, state } = take(this.windows.get(id) ?? emptyWindow, this.clock.now, spec, consulted.want, LEASE_MS, consulted.returned);
     this.windows.set(id, state);
-    return { ok: true, decision: this.buckets.settle(id, consulted.sent, decision), bucketId: id };
+    return { ok: true, decision: this.buckets.settle(id, { sent: consulted.sent }, decision), bucketId: id };
   }
 }
