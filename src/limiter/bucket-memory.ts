@@ -8,10 +8,12 @@ import type { WindowDecision } from "./sliding-window.ts";
 /** How long leased admissions may be used. */
 export const LEASE_MS = 1000;
 /**
- * How long a quiet bucket's lease may be used (isolate-buckets.ts). Leased admissions are recorded at the end of
- * their lease (`take`), so any length is exact; a longer one keeps the bucket's admissions counted longer.
+ * How long a quiet bucket's lease may be used (isolate-buckets.ts): long enough that a client coming back every
+ * 20 s uses it. Leased admissions are recorded at the end of their lease (`take`), so any length is exact; the
+ * used ones are moved back to when they were used by the next call's hand-back (`LeaseReturn`), so the length
+ * keeps counted longer only what a lease holds unused (at most QUIET_LEASE) and what is used since the last call.
  */
-export const QUIET_LEASE_MS = 10_000;
+export const QUIET_LEASE_MS = 60_000;
 /** Admissions a quiet bucket asks for beyond its request's own. */
 export const QUIET_LEASE = 4;
 /**
@@ -40,9 +42,17 @@ export interface BucketMemory {
   useBy: number;
   /** The object's sub-window the current lease (all of `slots`) is recorded in. */
   leaseStart: number;
-  /** Leased admissions to hand back with the next object call: `returnCount` of the sub-window at `returnStart`. */
+  /** Admissions of the current lease used so far, the latest at `usedAt`. */
+  used: number;
+  usedAt: number;
+  /**
+   * What goes back with the next object call (a `LeaseReturn`) of the lease recorded in the sub-window at
+   * `returnStart`: `returnCount` unused admissions, and `returnUsed` used ones, the latest at `returnUsedAt`.
+   */
   returnStart: number;
   returnCount: number;
+  returnUsed: number;
+  returnUsedAt: number;
   /** Requests seen in the current and the previous lease epoch: the demand a lease is sized by. */
   epoch: number;
   seenThisEpoch: number;
@@ -65,8 +75,12 @@ export function newBucketMemory(): BucketMemory {
     slots: 0,
     useBy: 0,
     leaseStart: 0,
+    used: 0,
+    usedAt: 0,
     returnStart: 0,
     returnCount: 0,
+    returnUsed: 0,
+    returnUsedAt: 0,
     epoch: 0,
     seenThisEpoch: 0,
     seenLastEpoch: 0,
@@ -93,22 +107,46 @@ export function renewalDue(memory: BucketMemory, now: number, want: number): boo
 }
 
 /**
- * Moves what the current lease still holds to the hand-back: taking back admissions that never happened cannot
- * over-admit. Only one sub-window's hand-back is kept; an older one still pending is given up (it only stays counted).
+ * Moves the current lease to the hand-back: what it still holds, which taking back cannot over-admit, and what it
+ * used with the latest use, so the object counts those from when they happened rather than from the lease's end.
+ * Only one sub-window's hand-back is kept; an older one still pending is given up (it only stays counted longer).
  */
 function retire(memory: BucketMemory): void {
-  if (memory.slots === 0) return;
-  handBack(memory, memory.leaseStart, memory.slots);
+  if (memory.slots === 0 && memory.used === 0) return;
+  handBack(memory, memory.leaseStart, memory.slots, memory.used, memory.usedAt);
   memory.slots = 0;
+  memory.used = 0;
 }
 
-/** Leased admissions recorded in the sub-window at `start` that will never be used go to the hand-back (see `retire`). */
-export function handBack(memory: BucketMemory, start: number, count: number): void {
-  if (memory.returnCount > 0 && memory.returnStart === start) memory.returnCount += count;
-  else {
+/**
+ * Leased admissions recorded in the sub-window at `start` go to the hand-back (see `retire`): `count` that will
+ * never be used, `used` that were, none later than `usedAt`.
+ */
+export function handBack(memory: BucketMemory, start: number, count: number, used = 0, usedAt = 0): void {
+  if (pendingHandBack(memory) && memory.returnStart === start) {
+    memory.returnCount += count;
+    memory.returnUsed += used;
+    memory.returnUsedAt = Math.max(memory.returnUsedAt, usedAt);
+  } else {
     memory.returnStart = start;
     memory.returnCount = count;
+    memory.returnUsed = used;
+    memory.returnUsedAt = usedAt;
   }
+}
+
+/** Whether a hand-back waits for the next object call. */
+export function pendingHandBack(memory: BucketMemory): boolean {
+  return memory.returnCount > 0 || memory.returnUsed > 0;
+}
+
+/** Takes one leased admission at `now`, when the lease holds one usable then. */
+export function useLeased(memory: BucketMemory, now: number): boolean {
+  if (memory.slots === 0 || now >= memory.useBy) return false;
+  memory.slots--;
+  memory.used++;
+  memory.usedAt = now;
+  return true;
 }
 
 /** Past the deadline, the lease's unused admissions go to the hand-back. */
@@ -125,9 +163,7 @@ export function lease(memory: BucketMemory, now: number, useBy: number, start: n
   retire(memory);
   if (now >= useBy) {
     // A slow answer, past its own deadline: none of it may be used, all of it goes back.
-    memory.slots = count;
-    memory.leaseStart = start;
-    retire(memory);
+    handBack(memory, start, count);
     return;
   }
   memory.slots = count;

@@ -8,7 +8,7 @@
 import { CALENDAR_PERIODS, type CalendarState, MAX_OFFSET_MINUTES } from "./calendar-period.ts";
 import { decideWindows, isStoredCalendar, type StoredWindow, storedExpiry } from "./several-windows.ts";
 import { openReservations, RESERVATION_ID, type Reservation, reservationExpiry, settleReservation } from "./settle.ts";
-import { emptyWindow, expiresAt, type LeaseDecision, type LeaseReturn, take, type WindowSpec, type WindowState } from "./sliding-window.ts";
+import { emptyWindow, expiresAt, type LeaseDecision, type LeaseReturn, MAX_LEASE_MS, take, type WindowSpec, type WindowState } from "./sliding-window.ts";
 import { calendarOfKey, isCalendar, MAX_COST, MAX_WINDOW_MS, MAX_WINDOWS, type WindowRule, windowKey } from "./window-rules.ts";
 
 /** What the table keeps of a bucket: one sliding window (the seed's row), or several windows by key. */
@@ -225,6 +225,7 @@ export function settleProblem(request: SettleRequest): string | undefined {
 
 /** Why the object will not decide a take's windows or cost (undefined: it will). Bounds a wrong caller's work. */
 export function takeProblem(request: TakeRequest): string | undefined {
+  if (!(Number.isSafeInteger(request.leaseMs) && request.leaseMs >= 0 && request.leaseMs <= MAX_LEASE_MS)) return `a lease lasts 0 to ${MAX_LEASE_MS} ms`;
   if (request.cost !== undefined && !isCost(request.cost)) return `a cost is an integer from 0 to ${MAX_COST}`;
   if (request.reserve !== undefined && !(typeof request.reserve === "string" && RESERVATION_ID.test(request.reserve))) return RESERVATION_PROBLEM;
   if (request.windows === undefined) return request.spec === undefined ? "a take has a window" : undefined;

@@ -38,7 +38,9 @@ import {
   QUIET_LEASE_MS,
   newBucketMemory,
   observe,
+  pendingHandBack,
   renewalDue,
+  useLeased,
   BUSY_EPOCH,
   switchRules,
 } from "./bucket-memory.ts";
@@ -151,7 +153,7 @@ export class IsolateBuckets {
     }
     if (!renew && this.takeLeased(memory, sent)) return { decision: leasedAdmission(memory, sent) };
     expire(memory, sent);
-    if (memory.blockedUntil > sent && memory.blockedNeed <= 1 && memory.returnCount === 0) {
+    if (memory.blockedUntil > sent && memory.blockedNeed <= 1 && !pendingHandBack(memory)) {
       this.stats.cachedRejections++;
       const wait = memory.blockedUntil - sent;
       return { decision: { allowed: false, remaining: 0, retryAfterMs: wait, resetMs: wait, refillMs: wait } };
@@ -176,7 +178,7 @@ export class IsolateBuckets {
   private consultUnleased(memory: BucketMemory, need: number, rulesKey: string | undefined): Consultation {
     const sent = this.now();
     expire(memory, sent);
-    if (memory.blockedUntil > sent && need >= memory.blockedNeed && memory.returnCount === 0) {
+    if (memory.blockedUntil > sent && need >= memory.blockedNeed && !pendingHandBack(memory)) {
       this.stats.cachedRejections++;
       const wait = memory.blockedUntil - sent;
       return { decision: { allowed: false, remaining: 0, retryAfterMs: wait, resetMs: wait, refillMs: wait } };
@@ -188,9 +190,11 @@ export class IsolateBuckets {
   /** A call for `want` admissions at `sent`, taking along what is to be handed back. */
   private callOf(memory: BucketMemory, want: number, sent: number, leaseMs: number, rulesKey: string | undefined): ObjectCall {
     const call = rulesKey === undefined ? { want, sent, leaseMs } : { want, sent, leaseMs, rulesKey };
-    if (memory.returnCount === 0) return call;
-    const returned = { start: memory.returnStart, count: memory.returnCount };
+    if (!pendingHandBack(memory)) return call;
+    const { returnStart: start, returnCount: count, returnUsed: used, returnUsedAt: usedAt } = memory;
+    const returned: LeaseReturn = used > 0 ? { start, count, used, usedAt } : { start, count };
     memory.returnCount = 0;
+    memory.returnUsed = 0;
     return { ...call, returned };
   }
 
@@ -265,8 +269,7 @@ export class IsolateBuckets {
   }
 
   private takeLeased(memory: BucketMemory, now: number): boolean {
-    if (memory.slots > 0 && now < memory.useBy) {
-      memory.slots--;
+    if (useLeased(memory, now)) {
       this.stats.leasedAdmissions++;
       return true;
     }

@@ -8,9 +8,9 @@
  * writes in one transaction. A settle whose reservation is not there (already settled, expired, dropped) changes
  * nothing, so a duplicate is harmless; a settle never made leaves the estimate counted.
  *
- * Still exact: an admission at `at` sits in a sub-window whose `end` is at least `at`, counted until that end
- * plus the window (sliding-window.ts), or in the calendar period `at` falls in. The difference goes to that same
- * sub-window or period, so each window counts the settled cost at least as long as an exact log that had
+ * Still exact: an admission at `at` sits in the sub-window of the span holding `at`, whose `end` is at least `at`,
+ * counted until that end plus the window (sliding-window.ts), or in the calendar period `at` falls in. The
+ * difference goes to that same sub-window or period, so each window counts the settled cost at least as long as an exact log that had
  * recorded the settled cost at `at` would. A refund never takes more than the sub-window holds, and the
  * reservation's own cost is in it; a charge may take a window past its capacity (the cost was spent), and later
  * requests wait until it drains.
@@ -18,7 +18,7 @@
 
 import { periodAt } from "./calendar-period.ts";
 import { isStoredCalendar, type StoredWindow } from "./several-windows.ts";
-import { live, recordAt, type SubWindow } from "./sliding-window.ts";
+import { live, recordAt, type SubWindow, subWindowLength } from "./sliding-window.ts";
 import { calendarOfKey } from "./window-rules.ts";
 
 /** An admitted request whose cost its response may still settle. */
@@ -65,22 +65,26 @@ export function openReservations(reservations: readonly Reservation[], now: numb
 function settleSliding(subWindows: SubWindow[], windowMs: number, at: number, delta: number, now: number): SubWindow[] {
   // No window of length windowMs that ends now or later holds the admission any more: nothing to change.
   if (at + windowMs <= now) return subWindows;
-  // Ends increase along the list and the admission's sub-window ends at or after it; any earlier one ended before it.
-  const index = subWindows.findIndex((sub) => sub.end >= at);
-  if (delta < 0) {
-    if (index < 0) return subWindows;
-    const sub = subWindows[index]!;
-    const count = sub.count - Math.min(sub.count, -delta);
-    const next = subWindows.slice();
-    if (count > 0) next[index] = { ...sub, count };
-    else next.splice(index, 1);
-    return next;
-  }
-  if (index < 0) return recordAt(subWindows, at, delta, windowMs).subWindows.slice();
-  // Counted with a sub-window that ends at or after `at`: at least as long as the admission itself.
+  // A charge goes into the span of `at` (made there when the estimate recorded nothing), never a later one: there
+  // a refund that comes after `at` has left the window would stay counted.
+  if (delta > 0) return recordAt(subWindows, at, delta, windowMs).subWindows.slice();
+  const index = spanOf(subWindows, at, subWindowLength(windowMs));
+  if (index < 0) return subWindows;
+  const sub = subWindows[index]!;
+  const count = sub.count - Math.min(sub.count, -delta);
   const next = subWindows.slice();
-  next[index] = { ...subWindows[index]!, count: subWindows[index]!.count + delta };
+  if (count > 0) next[index] = { ...sub, count };
+  else next.splice(index, 1);
   return next;
+}
+
+/**
+ * The sub-window holding what was counted for an admission at `at`: the one whose span holds `at` (-1: none). A
+ * charge stored before charges went there sits in a later one, which holds others' admissions too: its refund is
+ * not made (the charge stays counted until it leaves the window), as taking from another's count could over-admit.
+ */
+function spanOf(subWindows: readonly SubWindow[], at: number, length: number): number {
+  return subWindows.findIndex((sub) => sub.start <= at && at < sub.start + length);
 }
 
 /** One window with the difference of a reservation settled; undefined when the window counts nothing (any more). */

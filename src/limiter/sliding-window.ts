@@ -16,6 +16,11 @@
  */
 
 export const SUB_WINDOWS = 60;
+/**
+ * Longest lease an object grants (`take`'s `leaseMs`). Leased admissions are recorded at the lease's end, so a
+ * bucket's live sub-windows span at most a window and a lease: this bounds them at 2 × SUB_WINDOWS + 2.
+ */
+export const MAX_LEASE_MS = 60_000;
 
 export interface WindowSpec {
   /** Admissions allowed in any window of `windowMs`. */
@@ -140,38 +145,67 @@ export interface LeaseDecision extends WindowDecision {
 }
 
 /**
- * Leased admissions an isolate hands back because it will never use them: `count` of those recorded in the
- * sub-window starting at `start`. Taking back admissions that never happened cannot over-admit; it undoes
- * the under-admission of a lease that a burst did not use up.
+ * What an isolate hands back of a lease recorded in the sub-window at `start`: `count` admissions it will never
+ * use, taken out (taking back admissions that never happened cannot over-admit; it undoes the under-admission of
+ * a lease a burst did not use up); and `used` admissions it did use, none later than `usedAt`, moved from the
+ * lease's sub-window (recorded at the lease's end) to `usedAt`'s: each is then still counted for a full window
+ * after it happened, no longer for the rest of its lease besides.
  */
 export interface LeaseReturn {
   readonly start: number;
   readonly count: number;
-}
-
-/** `subWindows` with up to `returned.count` admissions removed from the sub-window at `returned.start`, if it is still live. */
-function giveBack(subWindows: SubWindow[], returned: LeaseReturn | undefined): SubWindow[] {
-  if (!returned || returned.count <= 0) return subWindows;
-  const index = subWindows.findIndex((sub) => sub.start === returned.start);
-  if (index < 0) return subWindows;
-  const sub = subWindows[index];
-  const count = sub.count - Math.min(sub.count, Math.floor(returned.count));
-  const next = subWindows.slice();
-  if (count > 0) next[index] = { ...sub, count };
-  else next.splice(index, 1);
-  return next;
+  readonly used?: number;
+  readonly usedAt?: number;
 }
 
 /**
- * Adds `count` admissions at time `at`. Into the newest sub-window when `at` falls before the end of its
- * span, also when `at` is earlier than its start (a lease recorded ahead): counting an admission later than
- * it happened only keeps it counted longer. So the list stays ordered, and sub-windows start at least one
- * length apart, which bounds how many are live.
+ * `subWindows` (live at `now`) with `returned` applied to its lease's sub-window at `returned.start`, if that is still
+ * live: it then holds every admission of the lease not handed back yet. Gone, its admissions have left the window,
+ * and the used ones, which happened before its end, with them.
+ */
+function giveBack(subWindows: SubWindow[], returned: LeaseReturn | undefined, now: number, windowMs: number): SubWindow[] {
+  if (!returned) return subWindows;
+  const index = subWindows.findIndex((sub) => sub.start === returned.start);
+  if (index < 0) return subWindows;
+  const sub = subWindows[index];
+  const unused = Math.min(sub.count, wholeCount(returned.count));
+  const usedAt = returned.usedAt;
+  // A use time the object cannot check against its clock keeps the used admissions where the lease put them.
+  const moved = Number.isSafeInteger(usedAt) && (usedAt as number) <= now ? Math.min(sub.count - unused, wholeCount(returned.used)) : 0;
+  if (unused + moved === 0) return subWindows;
+  const count = sub.count - unused - moved;
+  const next = subWindows.slice();
+  if (count > 0) next[index] = { ...sub, count };
+  else next.splice(index, 1);
+  if (moved === 0 || (usedAt as number) + windowMs <= now) return next;
+  return record(next, usedAt as number, moved, subWindowLength(windowMs));
+}
+
+/** A count sent by a caller, as a whole number of admissions (0 when it is not one). */
+function wholeCount(value: unknown): number {
+  return typeof value === "number" && value > 0 ? Math.floor(value) : 0;
+}
+
+/**
+ * Adds `count` admissions at time `at`, into the sub-window of `at`'s span, made when there is none. Sub-windows
+ * are kept in time order, one per span, so they start at least one length apart (which bounds how many are live)
+ * and their ends increase. A lease is recorded ahead, at its end: admissions made before that end go into their
+ * own spans before its sub-window, so they are counted for a window after they happened, not after the lease.
  */
 function record(subWindows: SubWindow[], at: number, count: number, length: number): SubWindow[] {
-  const last = subWindows[subWindows.length - 1];
-  if (last && at < last.start + length) return [...subWindows.slice(0, -1), { ...last, end: Math.max(last.end, at), count: last.count + count }];
-  return [...subWindows, { start: at - (at % length), end: at, count }];
+  let index = subWindows.length - 1;
+  while (index >= 0 && at < subWindows[index].start) index--;
+  const sub = subWindows[index];
+  const next = subWindows.slice();
+  if (sub && at < sub.start + length) next[index] = { ...sub, end: Math.max(sub.end, at), count: sub.count + count };
+  else next.splice(index + 1, 0, { start: at - (at % length), end: at, count });
+  return next;
+}
+
+/** The start of the sub-window holding time `at` (recorded there by `record`). */
+function startOf(subWindows: readonly SubWindow[], at: number): number {
+  for (let index = subWindows.length - 1; index >= 0; index--) if (subWindows[index].start <= at) return subWindows[index].start;
+  return 0;
 }
 
 /**
@@ -180,8 +214,8 @@ function record(subWindows: SubWindow[], at: number, count: number, length: numb
  * and recorded at `now + leaseMs`, so each stays counted for a full window after any moment it
  * could be used: a lease can leave admissions unused (under-admission), never add any (no
  * over-admission). At most a tenth of the remaining room is leased, so near capacity every
- * request is decided here, one by one. `returned`: leased admissions the caller gives back unused
- * (see `LeaseReturn`), taken out before the request is decided. `forRequest` false: a lease asked for
+ * request is decided here, one by one. `returned`: what the caller hands back of an earlier lease
+ * (see `LeaseReturn`), applied before the request is decided. `forRequest` false: a lease asked for
  * ahead, while the caller still holds admissions: no request is decided, up to `want` admissions are
  * leased (again at most a tenth of the room), and none is recorded at `now`.
  */
@@ -194,7 +228,7 @@ export function take(
   returned?: LeaseReturn,
   forRequest = true,
 ): { decision: LeaseDecision; state: WindowState } {
-  const current = giveBack(live(state, now, spec.windowMs), returned);
+  const current = giveBack(live(state, now, spec.windowMs), returned, now, spec.windowMs);
   const counted = total(current);
   if (counted >= spec.capacity) {
     const retryAfterMs = waitUntilRoom(current, now, spec, 1);
@@ -213,7 +247,7 @@ export function take(
     decision: {
       allowed: true,
       granted: own + leased,
-      leaseStart: leased > 0 ? next[next.length - 1].start : 0,
+      leaseStart: leased > 0 ? startOf(next, now + leaseMs) : 0,
       remaining: room - own - leased,
       retryAfterMs: 0,
       resetMs: resetAfter(next, now, spec),
