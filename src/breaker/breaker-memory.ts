@@ -6,6 +6,7 @@
  */
 
 import type { BreakerView } from "./circuit.ts";
+import { makeRoom } from "../bounded-map.ts";
 
 /**
  * Circuits remembered at most. Names are (ingress instance, route label): an operator's configuration,
@@ -52,7 +53,7 @@ export class BreakerMemory {
   /** Takes in what the object last said of circuit `name`. */
   learn(name: string, view: BreakerView): void {
     this.known.delete(name);
-    if (this.known.size >= this.maxEntries) this.known.delete(this.known.keys().next().value!);
+    makeRoom(this.known, this.maxEntries);
     this.known.set(name, view);
   }
 }

@@ -6,11 +6,15 @@
  */
 
 import { bucketId, bucketText, idOfText, type BucketName } from "./bucket-id.ts";
+import { freeBudget } from "../bounded-map.ts";
 
 /** Longest bucket name (JSON text of its parts) whose id is remembered. */
 export const MAX_CACHED_NAME_CHARS = 256;
-/** Default memory bound of the cache. */
-export const BUCKET_ID_CACHE_BYTES = 1024 * 1024;
+/**
+ * Default memory bound of the cache: as many ids as the isolate remembers buckets (BUCKET_MEMORY_BYTES holds
+ * 16,384) at names of about 45 characters, so keys that come back every few seconds are not hashed each time.
+ */
+export const BUCKET_ID_CACHE_BYTES = 4 * 1024 * 1024;
 /** Heap an entry costs besides its name: the Map slot, the 43-character id string and headers, rounded up. */
 const ENTRY_OVERHEAD_BYTES = 160;
 
@@ -57,11 +61,16 @@ export class BucketIdCache {
     // Two bytes a character: the bound holds whether V8 stores the name one- or two-byte.
     const cost = 2 * text.length + ENTRY_OVERHEAD_BYTES;
     if (cost > this.maxBytes) return;
-    while (this.bytes + cost > this.maxBytes) {
-      const [oldest] = this.ids.keys();
-      this.ids.delete(oldest!);
-      this.bytes -= 2 * oldest!.length + ENTRY_OVERHEAD_BYTES;
-    }
+    freeBudget(
+      this.ids,
+      cost,
+      this.maxBytes,
+      () => this.bytes,
+      (oldest) => {
+        this.ids.delete(oldest);
+        this.bytes -= 2 * oldest.length + ENTRY_OVERHEAD_BYTES;
+      },
+    );
     this.ids.set(text, id);
     this.bytes += cost;
   }

@@ -10,6 +10,7 @@
 
 import { type BucketRow, decideRow, emptyRow, rowExpiry, type SettleRequest, settleRow, type TakeRequest } from "./bucket-row.ts";
 import type { LeaseDecision } from "./sliding-window.ts";
+import { makeRoom } from "../bounded-map.ts";
 
 export type { BucketRow, SeedRow, SettleRequest, TakeRequest } from "./bucket-row.ts";
 
@@ -149,7 +150,7 @@ export class BucketTable {
   /** Most recently used last, so the first entry is the one to forget. */
   private remember(id: string, row: BucketRow): void {
     this.cached.delete(id);
+    makeRoom(this.cached, this.maxCached);
     this.cached.set(id, row);
-    if (this.cached.size > this.maxCached) this.cached.delete(this.cached.keys().next().value!);
   }
 }

@@ -46,6 +46,7 @@ import {
 } from "./bucket-memory.ts";
 
 import type { LeaseDecision, LeaseReturn, WindowDecision } from "./sliding-window.ts";
+import { makeRoom } from "../bounded-map.ts";
 
 /** Longest bucket id accepted: ids are hashes (43 characters of base64url for SHA-256), never raw keys. */
 export const MAX_BUCKET_ID_LENGTH = 64;
@@ -262,7 +263,7 @@ export class IsolateBuckets {
       this.buckets.set(id, memory);
       return memory;
     }
-    if (this.buckets.size >= this.maxEntries) this.buckets.delete(this.buckets.keys().next().value!);
+    makeRoom(this.buckets, this.maxEntries);
     memory = newBucketMemory();
     this.buckets.set(id, memory);
     return memory;

@@ -11,6 +11,7 @@
  */
 
 import { type LimitOverride, NO_OVERRIDES, OverrideIndex } from "./override-match.ts";
+import { makeRoom } from "../bounded-map.ts";
 
 /** Copies older than this are refreshed after the response of the request that notices. */
 export const REFRESH_AFTER_MS = 250;
@@ -123,7 +124,7 @@ export class OverrideCache {
     }
     const index = byId.size === 0 ? NO_OVERRIDES : new OverrideIndex([...byId.values()]);
     this.copies.delete(accountId);
-    if (this.copies.size >= this.maxAccounts) this.copies.delete(this.copies.keys().next().value!);
+    makeRoom(this.copies, this.maxAccounts);
     this.copies.set(accountId, { readAt: sent, index, byId, refreshingSince: 0, lastErrorLog: held?.lastErrorLog ?? 0 });
     return index;
   }

@@ -7,6 +7,7 @@
  */
 
 import type { InterpolationLog } from "./exchange.ts";
+import { makeRoom } from "../bounded-map.ts";
 
 /** Lines one expression may write per second. */
 export const ERROR_LOG_INTERVAL_MS = 1000;
@@ -109,7 +110,7 @@ export class ExpressionErrorLog implements EvaluationLog, InterpolationLog {
 
   private remember(key: string, memory: Memory): void {
     this.memories.delete(key);
-    if (this.memories.size >= MAX_REMEMBERED_EXPRESSIONS) this.memories.delete(this.memories.keys().next().value!);
+    makeRoom(this.memories, MAX_REMEMBERED_EXPRESSIONS);
     this.memories.set(key, memory);
   }
 }

@@ -4,6 +4,8 @@
  * and by the session object before it writes a frame, so a flood of 429s costs the agent a bounded rate.
  */
 
+import { makeRoom } from "../bounded-map.ts";
+
 /** Keys remembered at once; past it the stalest are forgotten (with their untold counts). */
 export const MAX_SAMPLED_KEYS = 1024;
 
@@ -34,8 +36,8 @@ export class DecisionSampler {
     let window = this.windows.get(key);
     if (window === undefined) {
       window = { startedAt: now, sent: 0, suppressed: 0 };
+      makeRoom(this.windows, this.maxKeys);
       this.windows.set(key, window);
-      if (this.windows.size > this.maxKeys) this.windows.delete(this.windows.keys().next().value as string);
     } else if (now - window.startedAt >= 1000 || now < window.startedAt) {
       window.startedAt = now;
       window.sent = 0;

@@ -6,6 +6,7 @@
  */
 
 import type { HostClaim } from "./host-claims.ts";
+import { freeBudget } from "../bounded-map.ts";
 
 export const HOST_CACHE_MS = 5000;
 /** Default memory bound of one isolate's host cache. */
@@ -69,7 +70,13 @@ export class HostCache {
     let bytes = ENTRY_BYTES + 2 * label.length + MEMBER_BYTES * (members.length - 1);
     for (const claim of members) bytes += 2 * (claim.trafficPolicy === undefined ? 0 : JSON.stringify(claim.trafficPolicy).length);
     if (bytes > this.maxBytes) return;
-    while (this.bytes + bytes > this.maxBytes) this.forget(this.entries.keys().next().value!);
+    freeBudget(
+      this.entries,
+      bytes,
+      this.maxBytes,
+      () => this.bytes,
+      (oldest) => this.forget(oldest),
+    );
     this.entries.set(label, { members, sessionIds: new Map(), until: this.now() + HOST_CACHE_MS, bytes });
     this.bytes += bytes;
     for (const claim of members) this.accounts.set(claim.tunnelId, claim.accountId);
