@@ -1,7 +1,7 @@
 /**
  * `npm run bench:scale`: per-client limits with many clients. In one workerd, a limit keyed by a request header
- * is loaded with K = 1 … 10,000 active keys (each touched once before the measured run), then with every request
- * a first touch (100,000 keys), then a flood (capacity 10 per 60 s) spread over 10,000 keys checked against the
+ * is loaded with K = 1 … 10,000 active keys (each touched one to five times before the measured run: see
+ * `roundRobin`), then with every request a first touch (100,000 keys), then a flood (capacity 10 per 60 s) spread over 10,000 keys checked against the
  * exact oracle for every key. Each point is a ratio to the bare route measured just before and after it, with
  * object calls per request, requests passed uncounted and the workerd process's resident memory.
  */
@@ -20,6 +20,7 @@ import { memoryOf } from "../shared/process-cpu.ts";
 import { FAIL_OPEN_MARKER } from "../gateway/stack.ts";
 import { startUpstream } from "../shared/upstream.ts";
 import { hostWorker } from "../shared/workerd.ts";
+import { QUIET_LEASE } from "../../src/limiter/bucket-memory.ts";
 
 const ROOT = resolve(fileURLToPath(import.meta.url), "../../..");
 const SECONDS = fromEnv("BENCH_DURATION", 5, { min: 1 });
@@ -31,6 +32,8 @@ const FLOOD_REQUESTS_PER_KEY = 15;
 const WINDOW_MS = 60_000;
 const HEADER = "x-client";
 const ACTIVE_KEYS = (process.env.BENCH_KEYS ?? "1,100,1000,10000").split(",").map(Number);
+/** Requests of a quiet key per object call: its own, and QUIET_LEASE leased. */
+const CYCLE = 1 + QUIET_LEASE;
 const progress = (message: string) => process.stderr.write(`· ${message}\n`);
 
 function files(origin: string): Record<string, string> {
@@ -128,13 +131,20 @@ async function main(): Promise<void> {
       );
       return point;
     };
-    /** Round-robin over `count` keys of this run; the first pass touches each once before the measured run. */
+    /**
+     * Round-robin over `count` keys of this run. Before the measured run, key k is touched 1 + (k mod CYCLE) times:
+     * a quiet key calls its object once in CYCLE requests (one request and QUIET_LEASE leased), so the measured run
+     * starts with the keys spread evenly over that cycle, as they are in a steady state, not all holding a fresh lease.
+     */
     const roundRobin = async (count: number) => {
       const prefix = `k${run++}-`;
+      const warmUp: number[] = [];
+      for (let pass = 0; pass < CYCLE; pass++) for (let key = 0; key < count; key++) if (key % CYCLE >= pass) warmUp.push(key);
+      let touched = 0;
+      const warmKey = () => `${prefix}${warmUp[touched++ % warmUp.length]}`;
+      while (touched < warmUp.length) await runKeyedLoad(`${host.url}/keyed`, { ...load, durationSeconds: 2, nextKey: warmKey });
       let next = 0;
-      const nextKey = () => `${prefix}${next++ % count}`;
-      while (next < count) await runKeyedLoad(`${host.url}/keyed`, { ...load, durationSeconds: 2, nextKey });
-      return nextKey;
+      return () => `${prefix}${next++ % count}`;
     };
     for (const keys of ACTIVE_KEYS) await measure(`${keys.toLocaleString("en")} active keys`, "/keyed", await roundRobin(keys));
 
