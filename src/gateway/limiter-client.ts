@@ -61,13 +61,16 @@ function takeOf(id: string, limit: LimitSpec, leases: boolean, call: ObjectCall,
 
 /**
  * Sends a reservation's settled cost to its bucket's object, after the response (the caller's waitUntil). One
- * attempt: a settle lost to a failure keeps the estimate, which never admits more than the windows allow.
+ * attempt: a settle lost to a failure keeps the estimate, which never admits more than the windows allow. A
+ * refund (`refunded`: the settled cost is below the estimate) may make room before the wait this isolate was told
+ * when it was last refused, so it stops answering "limited" from memory.
  */
-async function settleInStore(env: Env, shard: string, settle: SettleRequest, timeoutMs: number, now: number): Promise<void> {
+async function settleInStore(env: Env, shard: string, settle: SettleRequest, timeoutMs: number, now: number, refunded?: () => void): Promise<void> {
   try {
     const store = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(shard));
     const answer = await withTimeout(store.settleAll([settle], now) as Promise<{ applied: boolean[] } | StoreRefusal>, timeoutMs);
     if ("refused" in answer) throw new Error(`the store refused the settle: ${answer.refused}`);
+    if (answer.applied[0]) refunded?.();
   } catch (error) {
     console.error(`rate-limit: settling a cost failed, the estimate stays: ${(error as Error).message}`);
   }
@@ -107,7 +110,13 @@ export function durableObjectCounter(env: Env, ingress: string, buckets: Isolate
       const reservation = limit.reserve;
       if (reservation === undefined || !answer.allowed) return { ok: true, decision, bucketId: id };
       const shard = shardName(name, id);
-      return { ok: true, decision, bucketId: id, settle: (cost) => settleInStore(env, shard, { id, reservation, cost }, timeoutMs, buckets.now()) };
+      const refunded = () => buckets.forgetLimited(id);
+      return {
+        ok: true,
+        decision,
+        bucketId: id,
+        settle: (cost) => settleInStore(env, shard, { id, reservation, cost }, timeoutMs, buckets.now(), cost < limit.cost ? refunded : undefined),
+      };
     },
   };
 }

@@ -254,6 +254,15 @@ export class IsolateBuckets {
     memory.refillAt = now + answer.refillMs;
   }
 
+  /**
+   * Forgets that the bucket was limited (a refund was applied to it: room may come before the wait the object
+   * gave), so its next request asks the object. A bucket not remembered stays so.
+   */
+  forgetLimited(id: string): void {
+    const memory = this.buckets.get(id);
+    if (memory) memory.blockedUntil = 0;
+  }
+
   private memoryOf(id: string): BucketMemory {
     if (id.length > MAX_BUCKET_ID_LENGTH) throw new RangeError(`bucket ids are hashes of at most ${MAX_BUCKET_ID_LENGTH} characters, got ${id.length}`);
     let memory = this.buckets.get(id);

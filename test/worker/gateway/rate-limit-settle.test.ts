@@ -110,4 +110,26 @@ describe("rate-limit settle_cost through the Worker, against an upstream reporti
     expect(next.status).toBe(200);
     await next.text();
   });
+
+  it("a refund lifts the isolate's memory of a refusal: the next request asks the object, not the remembered wait", async () => {
+    const routes = llmGateway(tokens("res.body.usage.total_tokens"));
+    const isolate = newIsolate();
+    const ctx = createExecutionContext();
+    // 900 reserved while the upstream holds the usage back.
+    const held = await handleGatewayRequest(completion("/held?total=100", 900), { env: env as Env, ctx, routes, handlers: upstreamHandlers, isolate });
+    const reader = held.body!.getReader();
+    await reader.read();
+    // 500 more does not fit: refused, and this isolate remembers the bucket limited for about a minute.
+    const refused = await send(routes, completion("/completion?total=1", 500), {}, upstreamHandlers, isolate);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(59);
+    await refused.body?.cancel();
+    await (await fetch(`${upstream}/release`)).text();
+    while (!(await reader.read()).done);
+    await waitOnExecutionContext(ctx);
+    // 100 settled, not 900: 500 fit now, and the same isolate admits them.
+    const next = await send(routes, completion("/completion?total=1", 500), {}, upstreamHandlers, isolate);
+    expect(next.status).toBe(200);
+    await next.text();
+  });
 });
