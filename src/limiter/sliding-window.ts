@@ -21,6 +21,8 @@ export const SUB_WINDOWS = 60;
  * bucket's live sub-windows span at most a window and a lease: this bounds them at 2 × SUB_WINDOWS + 2.
  */
 export const MAX_LEASE_MS = 60_000;
+/** How much later than an isolate's clock says a hand-back's used admissions are recorded (see `giveBack`). */
+export const CLOCK_MARGIN_MS = 100;
 
 export interface WindowSpec {
   /** Admissions allowed in any window of `windowMs`. */
@@ -177,8 +179,11 @@ function giveBack(subWindows: SubWindow[], returned: LeaseReturn | undefined, no
   const next = subWindows.slice();
   if (count > 0) next[index] = { ...sub, count };
   else next.splice(index, 1);
-  if (moved === 0 || (usedAt as number) + windowMs <= now) return next;
-  return record(next, usedAt as number, moved, subWindowLength(windowMs));
+  // Recorded a little after the caller's clock said, at most now: isolates' clocks differ a little, and counting
+  // an admission later than it happened only keeps it counted longer.
+  const at = Math.min((usedAt as number) + CLOCK_MARGIN_MS, now);
+  if (moved === 0 || at + windowMs <= now) return next;
+  return record(next, at, moved, subWindowLength(windowMs));
 }
 
 /** A count sent by a caller, as a whole number of admissions (0 when it is not one). */

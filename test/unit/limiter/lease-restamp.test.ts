@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { type BucketRow, decideRow, emptyRow, takeProblem } from "../../../src/limiter/bucket-row.ts";
 import { QUIET_LEASE, QUIET_LEASE_MS } from "../../../src/limiter/bucket-memory.ts";
 import { IsolateBuckets } from "../../../src/limiter/isolate-buckets.ts";
-import { checkRoom, emptyWindow, live, MAX_LEASE_MS, take, type WindowSpec, type WindowState } from "../../../src/limiter/sliding-window.ts";
+import { CLOCK_MARGIN_MS, checkRoom, emptyWindow, live, MAX_LEASE_MS, take, type WindowSpec, type WindowState } from "../../../src/limiter/sliding-window.ts";
 import { maxInAnyWindow } from "../support/sliding-log.ts";
 
 const T0 = 1_700_000_000_000;
@@ -49,9 +49,10 @@ describe("a long lease counts only itself from its end", () => {
     const after = take(state, T0 + QUIET_LEASE_MS, SPEC, 1, 0, returned).state;
     // At T0 + 60 s the first request has left; the two used and the new request are counted.
     expect(counted(after, T0 + QUIET_LEASE_MS)).toBe(2 + 1);
-    // A window after the later use, only the request at T0 + 60 s is left, not the lease's end plus a window.
-    expect(counted(after, T0 + 40_000 + SPEC.windowMs - 1)).toBe(3);
-    expect(counted(after, T0 + 40_000 + SPEC.windowMs)).toBe(1);
+    // A window after the later use (and CLOCK_MARGIN_MS, for isolates' clocks), only the request at T0 + 60 s is
+    // left, not the lease's end plus a window.
+    expect(counted(after, T0 + 40_000 + CLOCK_MARGIN_MS + SPEC.windowMs - 1)).toBe(3);
+    expect(counted(after, T0 + 40_000 + CLOCK_MARGIN_MS + SPEC.windowMs)).toBe(1);
   });
 
   it("refuses hostile hand-backs and lease lengths without counting less than happened", () => {
@@ -69,9 +70,9 @@ describe("a long lease counts only itself from its end", () => {
       const next = take(state, now, SPEC, 0, 0, returned as never, false).state;
       expect(counted(next, now), `hand-back ${i}`).toBe(expected[i]);
     });
-    // Moved to T0, the 4 leave with the request's own admission, not a lease later.
+    // Moved to T0 (and the clock margin), the 4 leave with the request's own admission, not a lease later.
     const moved = take(state, now, SPEC, 0, 0, { start: decision.leaseStart, count: 0, used: 1e9, usedAt: T0 }, false).state;
-    expect(counted(moved, T0 + SPEC.windowMs)).toBe(0);
+    expect(counted(moved, T0 + CLOCK_MARGIN_MS + SPEC.windowMs)).toBe(0);
     for (const leaseMs of [2 ** 53, -1, MAX_LEASE_MS + 1, 1.5, Number.NaN]) {
       expect(takeProblem({ id: ID, spec: SPEC, want: 5, leaseMs, forRequest: true })).toBe(`a lease lasts 0 to ${MAX_LEASE_MS} ms`);
     }
