@@ -40,8 +40,9 @@ export interface BucketMemory {
   /** Admissions leased to this isolate and not used yet, usable while now < useBy (0 once the deadline has passed). */
   slots: number;
   useBy: number;
-  /** The object's sub-window the current lease (all of `slots`) is recorded in. */
+  /** The object's sub-window the current lease (all of `slots`) is recorded in, and its window's length. */
   leaseStart: number;
+  leaseWindowMs: number;
   /** Admissions of the current lease used so far, the latest at `usedAt`. */
   used: number;
   usedAt: number;
@@ -50,6 +51,7 @@ export interface BucketMemory {
    * `returnStart`: `returnCount` unused admissions, and `returnUsed` used ones, the latest at `returnUsedAt`.
    */
   returnStart: number;
+  returnWindowMs: number;
   returnCount: number;
   returnUsed: number;
   returnUsedAt: number;
@@ -75,9 +77,11 @@ export function newBucketMemory(): BucketMemory {
     slots: 0,
     useBy: 0,
     leaseStart: 0,
+    leaseWindowMs: 0,
     used: 0,
     usedAt: 0,
     returnStart: 0,
+    returnWindowMs: 0,
     returnCount: 0,
     returnUsed: 0,
     returnUsedAt: 0,
@@ -113,22 +117,34 @@ export function renewalDue(memory: BucketMemory, now: number, want: number): boo
  */
 function retire(memory: BucketMemory): void {
   if (memory.slots === 0 && memory.used === 0) return;
-  handBack(memory, memory.leaseStart, memory.slots, memory.used, memory.usedAt);
+  handBack(memory, { start: memory.leaseStart, windowMs: memory.leaseWindowMs }, memory.slots, memory.used, memory.usedAt);
   memory.slots = 0;
   memory.used = 0;
 }
 
+/** Where a lease is recorded: the sub-window starting at `start` of the window `windowMs` long (0: not known). */
+export interface LeasePlace {
+  readonly start: number;
+  readonly windowMs: number;
+}
+
+/** Where the object's answer says its lease is recorded. */
+export function placeOf(answer: { leaseStart: number; leaseWindowMs?: number }): LeasePlace {
+  return { start: answer.leaseStart, windowMs: answer.leaseWindowMs ?? 0 };
+}
+
 /**
- * Leased admissions recorded in the sub-window at `start` go to the hand-back (see `retire`): `count` that will
- * never be used, `used` that were, none later than `usedAt`.
+ * Leased admissions recorded at `place` go to the hand-back (see `retire`): `count` that will never be used, `used`
+ * that were, none later than `usedAt`.
  */
-export function handBack(memory: BucketMemory, start: number, count: number, used = 0, usedAt = 0): void {
-  if (pendingHandBack(memory) && memory.returnStart === start) {
+export function handBack(memory: BucketMemory, { start, windowMs }: LeasePlace, count: number, used = 0, usedAt = 0): void {
+  if (pendingHandBack(memory) && memory.returnStart === start && memory.returnWindowMs === windowMs) {
     memory.returnCount += count;
     memory.returnUsed += used;
     memory.returnUsedAt = Math.max(memory.returnUsedAt, usedAt);
   } else {
     memory.returnStart = start;
+    memory.returnWindowMs = windowMs;
     memory.returnCount = count;
     memory.returnUsed = used;
     memory.returnUsedAt = usedAt;
@@ -159,16 +175,17 @@ export function expire(memory: BucketMemory, now: number): void {
  * lease replaces the one held (renewed early): that one's remaining admissions are handed back, never used past
  * their own deadline.
  */
-export function lease(memory: BucketMemory, now: number, useBy: number, start: number, count: number): void {
+export function lease(memory: BucketMemory, now: number, useBy: number, place: LeasePlace, count: number): void {
   retire(memory);
   if (now >= useBy) {
     // A slow answer, past its own deadline: none of it may be used, all of it goes back.
-    handBack(memory, start, count);
+    handBack(memory, place, count);
     return;
   }
   memory.slots = count;
   memory.useBy = useBy;
-  memory.leaseStart = start;
+  memory.leaseStart = place.start;
+  memory.leaseWindowMs = place.windowMs;
 }
 
 /**

@@ -128,7 +128,7 @@ function decideWindowsOfRow(row: BucketRow, request: TakeRequest, now: number): 
   const oneSliding = rules.length === 1 && first !== undefined && !isCalendar(first) ? first : undefined;
   if (oneSliding && cost === 1 && isSeedRow(row)) {
     const { decision, state } = take(row.state, now, oneSliding, request.want, request.leaseMs, request.returned, request.forRequest);
-    const changed = decision.granted > 0 || (request.returned !== undefined && request.returned.count > 0);
+    const changed = decision.granted > 0 || handsBack(request.returned);
     return { decision, row: { windowMs: oneSliding.windowMs, state }, changed };
   }
   const windows = windowsOf(row);
@@ -144,11 +144,16 @@ function decideWindowsOfRow(row: BucketRow, request: TakeRequest, now: number): 
     const stored = windows.get(key);
     const before = stored && !isStoredCalendar(stored) ? stored.state : emptyWindow;
     const { decision, state } = take(before, now, oneSliding, request.want, request.leaseMs, request.returned, request.forRequest);
-    const changed = decision.granted > 0 || (request.returned !== undefined && request.returned.count > 0);
+    const changed = decision.granted > 0 || handsBack(request.returned);
     return { decision, row: rowOf([{ key, windowMs: oneSliding.windowMs, state }], windows, now), changed };
   }
   const { decision, windows: decided } = decideWindows(windows, now, rules, cost);
   return { decision, row: rowOf(decided, windows, now), changed: decision.allowed && cost > 0 };
+}
+
+/** Whether a take's hand-back may change the row (so it must be written even when the take admits nothing). */
+function handsBack(returned: LeaseReturn | undefined): boolean {
+  return returned !== undefined && ((returned.count ?? 0) > 0 || (returned.used ?? 0) > 0);
 }
 
 /** When every admission in the row has stopped counting: the time its storage may be dropped. */

@@ -39,6 +39,7 @@ import {
   newBucketMemory,
   observe,
   pendingHandBack,
+  placeOf,
   renewalDue,
   useLeased,
   BUSY_EPOCH,
@@ -192,8 +193,9 @@ export class IsolateBuckets {
   private callOf(memory: BucketMemory, want: number, sent: number, leaseMs: number, rulesKey: string | undefined): ObjectCall {
     const call = rulesKey === undefined ? { want, sent, leaseMs } : { want, sent, leaseMs, rulesKey };
     if (!pendingHandBack(memory)) return call;
-    const { returnStart: start, returnCount: count, returnUsed: used, returnUsedAt: usedAt } = memory;
-    const returned: LeaseReturn = used > 0 ? { start, count, used, usedAt } : { start, count };
+    const { returnStart: start, returnWindowMs: windowMs, returnCount: count, returnUsed: used, returnUsedAt: usedAt } = memory;
+    const place = windowMs > 0 ? { start, windowMs } : { start };
+    const returned: LeaseReturn = used > 0 ? { ...place, count, used, usedAt } : { ...place, count };
     memory.returnCount = 0;
     memory.returnUsed = 0;
     return { ...call, returned };
@@ -210,11 +212,11 @@ export class IsolateBuckets {
     const now = this.now();
     if (sent === memory.askedAt) memory.askedAt = 0;
     if (!answeredUnderRules(memory, rulesKey)) {
-      if (decision.allowed && granted > 1) handBack(memory, answer.leaseStart, granted - 1);
+      if (decision.allowed && granted > 1) handBack(memory, placeOf(answer), granted - 1);
       return decision;
     }
     if (decision.allowed) {
-      if (granted > 1) lease(memory, now, sent + leaseMs - LEASE_MARGIN_MS, answer.leaseStart, granted - 1);
+      if (granted > 1) lease(memory, now, sent + leaseMs - LEASE_MARGIN_MS, placeOf(answer), granted - 1);
       memory.blockedUntil = 0;
       memory.objectRemaining = decision.remaining;
       memory.refillAt = now + decision.refillMs;
@@ -239,7 +241,7 @@ export class IsolateBuckets {
     const now = this.now();
     if (sent === memory.askedAt) memory.askedAt = 0;
     if (!answeredUnderRules(memory, rulesKey)) {
-      if (answer.allowed && answer.granted > 0) handBack(memory, answer.leaseStart, answer.granted);
+      if (answer.allowed && answer.granted > 0) handBack(memory, placeOf(answer), answer.granted);
       return;
     }
     if (!answer.allowed) {
@@ -248,7 +250,7 @@ export class IsolateBuckets {
       memory.blockedNeed = 1;
       return;
     }
-    if (answer.granted > 0) lease(memory, now, sent + LEASE_MS - LEASE_MARGIN_MS, answer.leaseStart, answer.granted);
+    if (answer.granted > 0) lease(memory, now, sent + LEASE_MS - LEASE_MARGIN_MS, placeOf(answer), answer.granted);
     memory.blockedUntil = 0;
     memory.objectRemaining = answer.remaining;
     memory.refillAt = now + answer.refillMs;

@@ -144,6 +144,8 @@ export interface LeaseDecision extends WindowDecision {
   readonly granted: number;
   /** Start of the sub-window the leased admissions are recorded in (0 when none were leased). */
   readonly leaseStart: number;
+  /** The length of the window they are recorded in, which their hand-back names (absent when none were leased). */
+  readonly leaseWindowMs?: number;
 }
 
 /**
@@ -155,6 +157,12 @@ export interface LeaseDecision extends WindowDecision {
  */
 export interface LeaseReturn {
   readonly start: number;
+  /**
+   * The length of the window the lease was recorded in (`LeaseDecision.leaseWindowMs`): a hand-back that reaches a
+   * window of another length (the bucket's rules changed meanwhile) is not applied there, where a sub-window
+   * starting at `start` would hold other admissions. Absent (an older isolate): applied to the window decided.
+   */
+  readonly windowMs?: number;
   readonly count: number;
   readonly used?: number;
   readonly usedAt?: number;
@@ -166,7 +174,7 @@ export interface LeaseReturn {
  * and the used ones, which happened before its end, with them.
  */
 function giveBack(subWindows: SubWindow[], returned: LeaseReturn | undefined, now: number, windowMs: number): SubWindow[] {
-  if (!returned) return subWindows;
+  if (!returned || (returned.windowMs !== undefined && returned.windowMs !== windowMs)) return subWindows;
   const index = subWindows.findIndex((sub) => sub.start === returned.start);
   if (index < 0) return subWindows;
   const sub = subWindows[index];
@@ -253,6 +261,7 @@ export function take(
       allowed: true,
       granted: own + leased,
       leaseStart: leased > 0 ? startOf(next, now + leaseMs) : 0,
+      ...(leased > 0 ? { leaseWindowMs: spec.windowMs } : {}),
       remaining: room - own - leased,
       retryAfterMs: 0,
       resetMs: resetAfter(next, now, spec),

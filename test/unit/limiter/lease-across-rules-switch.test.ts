@@ -113,4 +113,34 @@ describe("a lease answered after the bucket's rules changed", () => {
     const next = buckets.consult(ID, true, loweredTier);
     expect(next).toMatchObject({ returned: { start: 62_000, count: 40 } });
   });
+
+  it("a hand-back reaching a window of another length is not applied there, where its start holds others' admissions", () => {
+    const T0 = 1_700_000_000_000; // a multiple of both windows' sub-window lengths (1 s and 2 s)
+    const minute = { capacity: 1_000, windowMs: 60_000 };
+    const twoMinutes = { capacity: 1_000, windowMs: 120_000 };
+    const take = (row: BucketRow, request: Omit<Parameters<typeof decideRow>[1], "id">, now: number) => decideRow(row, { id: ID, ...request }, now);
+    // A tier of both windows keeps them apart in the row; then this isolate's quiet lease under the minute, recorded
+    // in the minute's sub-window at T0 + 60 s, and another isolate's under two minutes, in that window's sub-window
+    // starting at T0 + 60 s too.
+    let row = take(emptyRow, { windows: [minute, twoMinutes], cost: 1, want: 1, leaseMs: 0, forRequest: true }, T0).row;
+    const mine = take(row, { spec: minute, want: 5, leaseMs: 60_000, forRequest: true }, T0);
+    expect(mine.decision).toMatchObject({ granted: 5, leaseStart: T0 + 60_000, leaseWindowMs: 60_000 });
+    row = mine.row;
+    const others = take(row, { spec: twoMinutes, want: 5, leaseMs: 60_000, forRequest: true }, T0 + 500);
+    expect(others.decision).toMatchObject({ granted: 5, leaseStart: T0 + 60_000, leaseWindowMs: 120_000 });
+    row = others.row;
+    // This isolate moves to the two-minute tier and hands its unused four back with its first call there.
+    const clock = { now: T0 + 1_000 };
+    const buckets = new IsolateBuckets({ now: () => clock.now });
+    const first = buckets.consult(ID, false, { need: 1, rulesKey: "minute", leases: true, quietLease: true });
+    if (!("want" in first)) throw new Error("the first request must call the object");
+    buckets.settle(ID, { ...first, rulesKey: "minute" }, mine.decision);
+    const switched = buckets.consult(ID, false, { need: 1, rulesKey: "two minutes", leases: true });
+    if (!("want" in switched)) throw new Error("a switched bucket must call the object");
+    expect(switched.returned).toEqual({ start: T0 + 60_000, windowMs: 60_000, count: 4 });
+    const after = take(row, { spec: twoMinutes, want: 1, leaseMs: 0, returned: switched.returned, forRequest: true }, clock.now);
+    // The two-minute window still counts everything it was given: the tier's request, the other isolate's request and
+    // lease, and this request. Taking the four out of it would have left the other isolate's lease uncounted.
+    expect(readBucket(after.row, [twoMinutes], clock.now)[0]!.used).toBe(1 + 5 + 1);
+  });
 });
