@@ -43,18 +43,16 @@ export interface BucketMemory {
   /** The object's sub-window the current lease (all of `slots`) is recorded in, and its window's length. */
   leaseStart: number;
   leaseWindowMs: number;
-  /** Admissions of the current lease used so far, the latest at `usedAt`. */
+  /** Admissions of the current lease used so far. */
   used: number;
-  usedAt: number;
   /**
    * What goes back with the next object call (a `LeaseReturn`) of the lease recorded in the sub-window at
-   * `returnStart`: `returnCount` unused admissions, and `returnUsed` used ones, the latest at `returnUsedAt`.
+   * `returnStart` of the window `returnWindowMs` long: `returnCount` unused admissions and `returnUsed` used ones.
    */
   returnStart: number;
   returnWindowMs: number;
   returnCount: number;
   returnUsed: number;
-  returnUsedAt: number;
   /** Requests seen in the current and the previous lease epoch: the demand a lease is sized by. */
   epoch: number;
   seenThisEpoch: number;
@@ -79,12 +77,10 @@ export function newBucketMemory(): BucketMemory {
     leaseStart: 0,
     leaseWindowMs: 0,
     used: 0,
-    usedAt: 0,
     returnStart: 0,
     returnWindowMs: 0,
     returnCount: 0,
     returnUsed: 0,
-    returnUsedAt: 0,
     epoch: 0,
     seenThisEpoch: 0,
     seenLastEpoch: 0,
@@ -117,7 +113,7 @@ export function renewalDue(memory: BucketMemory, now: number, want: number): boo
  */
 function retire(memory: BucketMemory): void {
   if (memory.slots === 0 && memory.used === 0) return;
-  handBack(memory, { start: memory.leaseStart, windowMs: memory.leaseWindowMs }, memory.slots, memory.used, memory.usedAt);
+  handBack(memory, { start: memory.leaseStart, windowMs: memory.leaseWindowMs }, memory.slots, memory.used);
   memory.slots = 0;
   memory.used = 0;
 }
@@ -133,21 +129,16 @@ export function placeOf(answer: { leaseStart: number; leaseWindowMs?: number }):
   return { start: answer.leaseStart, windowMs: answer.leaseWindowMs ?? 0 };
 }
 
-/**
- * Leased admissions recorded at `place` go to the hand-back (see `retire`): `count` that will never be used, `used`
- * that were, none later than `usedAt`.
- */
-export function handBack(memory: BucketMemory, { start, windowMs }: LeasePlace, count: number, used = 0, usedAt = 0): void {
+/** Leased admissions recorded at `place` go to the hand-back (see `retire`): `count` that will never be used, `used` that were. */
+export function handBack(memory: BucketMemory, { start, windowMs }: LeasePlace, count: number, used = 0): void {
   if (pendingHandBack(memory) && memory.returnStart === start && memory.returnWindowMs === windowMs) {
     memory.returnCount += count;
     memory.returnUsed += used;
-    memory.returnUsedAt = Math.max(memory.returnUsedAt, usedAt);
   } else {
     memory.returnStart = start;
     memory.returnWindowMs = windowMs;
     memory.returnCount = count;
     memory.returnUsed = used;
-    memory.returnUsedAt = usedAt;
   }
 }
 
@@ -161,13 +152,15 @@ export function useLeased(memory: BucketMemory, now: number): boolean {
   if (memory.slots === 0 || now >= memory.useBy) return false;
   memory.slots--;
   memory.used++;
-  memory.usedAt = now;
   return true;
 }
 
-/** Past the deadline, the lease's unused admissions go to the hand-back. */
+/**
+ * Past the deadline, or used up, the lease goes to the hand-back: its unused admissions, and its used ones, so the
+ * call about to be made takes them back to its time.
+ */
 export function expire(memory: BucketMemory, now: number): void {
-  if (now >= memory.useBy) retire(memory);
+  if (now >= memory.useBy || memory.slots === 0) retire(memory);
 }
 
 /**

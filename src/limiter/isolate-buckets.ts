@@ -8,7 +8,8 @@
  *
  * Leased admissions left unused at their deadline are handed back with the next call on the bucket
  * (`returned`), so a burst that ends early does not leave them counted for a whole window; a bucket known to be
- * limited still makes that one call when it has admissions to hand back. One lease is asked for at a time: while
+ * limited still makes that one call when it has unused admissions to hand back (used ones, which the call moves
+ * from the lease's end to its own time, wait for the next call). One lease is asked for at a time: while
  * one is in flight, other requests that reach the object ask for one admission only, because only the newest
  * lease could be handed back (docs/rate-limits.md has the measured under-admission of the alternative).
  *
@@ -155,7 +156,7 @@ export class IsolateBuckets {
     }
     if (!renew && this.takeLeased(memory, sent)) return { decision: leasedAdmission(memory, sent) };
     expire(memory, sent);
-    if (memory.blockedUntil > sent && memory.blockedNeed <= 1 && !pendingHandBack(memory)) {
+    if (memory.blockedUntil > sent && memory.blockedNeed <= 1 && memory.returnCount === 0) {
       this.stats.cachedRejections++;
       const wait = memory.blockedUntil - sent;
       return { decision: { allowed: false, remaining: 0, retryAfterMs: wait, resetMs: wait, refillMs: wait } };
@@ -180,7 +181,7 @@ export class IsolateBuckets {
   private consultUnleased(memory: BucketMemory, need: number, rulesKey: string | undefined): Consultation {
     const sent = this.now();
     expire(memory, sent);
-    if (memory.blockedUntil > sent && need >= memory.blockedNeed && !pendingHandBack(memory)) {
+    if (memory.blockedUntil > sent && need >= memory.blockedNeed && memory.returnCount === 0) {
       this.stats.cachedRejections++;
       const wait = memory.blockedUntil - sent;
       return { decision: { allowed: false, remaining: 0, retryAfterMs: wait, resetMs: wait, refillMs: wait } };
@@ -193,9 +194,9 @@ export class IsolateBuckets {
   private callOf(memory: BucketMemory, want: number, sent: number, leaseMs: number, rulesKey: string | undefined): ObjectCall {
     const call = rulesKey === undefined ? { want, sent, leaseMs } : { want, sent, leaseMs, rulesKey };
     if (!pendingHandBack(memory)) return call;
-    const { returnStart: start, returnWindowMs: windowMs, returnCount: count, returnUsed: used, returnUsedAt: usedAt } = memory;
+    const { returnStart: start, returnWindowMs: windowMs, returnCount: count, returnUsed: used } = memory;
     const place = windowMs > 0 ? { start, windowMs } : { start };
-    const returned: LeaseReturn = used > 0 ? { ...place, count, used, usedAt } : { ...place, count };
+    const returned: LeaseReturn = used > 0 ? { ...place, count, used } : { ...place, count };
     memory.returnCount = 0;
     memory.returnUsed = 0;
     return { ...call, returned };

@@ -10,7 +10,17 @@
  */
 
 import { type CalendarState, checkPeriod, recordInPeriod } from "./calendar-period.ts";
-import { checkRoom, emptyWindow, type LeaseDecision, recordAt, refillAfter, resetAfter, type WindowPart, type WindowState } from "./sliding-window.ts";
+import {
+  checkRoom,
+  emptyWindow,
+  expiresAt,
+  type LeaseDecision,
+  recordAt,
+  refillAfter,
+  resetAfter,
+  type WindowPart,
+  type WindowState,
+} from "./sliding-window.ts";
 import { isCalendar, windowKey, type WindowRule } from "./window-rules.ts";
 
 /** The count of one window as a bucket keeps it, under `windowKey` of its rule. */
@@ -32,8 +42,7 @@ export function isStoredCalendar(stored: StoredWindow): stored is StoredCalendar
 /** When every admission of the window has stopped counting (undefined: it counts nothing). */
 export function storedExpiry(stored: StoredWindow): number | undefined {
   if (isStoredCalendar(stored)) return stored.calendar.count > 0 ? stored.calendar.end : undefined;
-  const last = stored.state.subWindows[stored.state.subWindows.length - 1];
-  return last ? last.end + stored.windowMs : undefined;
+  return expiresAt(stored.state, stored.windowMs);
 }
 
 interface Checked {

@@ -21,8 +21,6 @@ export const SUB_WINDOWS = 60;
  * bucket's live sub-windows span at most a window and a lease: this bounds them at 2 × SUB_WINDOWS + 2.
  */
 export const MAX_LEASE_MS = 60_000;
-/** How much later than an isolate's clock says a hand-back's used admissions are recorded (see `giveBack`). */
-export const CLOCK_MARGIN_MS = 100;
 
 export interface WindowSpec {
   /** Admissions allowed in any window of `windowMs`. */
@@ -151,9 +149,10 @@ export interface LeaseDecision extends WindowDecision {
 /**
  * What an isolate hands back of a lease recorded in the sub-window at `start`: `count` admissions it will never
  * use, taken out (taking back admissions that never happened cannot over-admit; it undoes the under-admission of
- * a lease a burst did not use up); and `used` admissions it did use, none later than `usedAt`, moved from the
- * lease's sub-window (recorded at the lease's end) to `usedAt`'s: each is then still counted for a full window
- * after it happened, no longer for the rest of its lease besides.
+ * a lease a burst did not use up); and `used` admissions it did use, moved from the lease's sub-window (recorded
+ * at the lease's end) to the object's now, when that is earlier: they all happened before this call, so each is
+ * still counted for a full window after it happened, no longer for the rest of its lease besides. Now, not a time
+ * the isolate names: isolates' clocks differ, and the object decides by the latest clock its callers gave.
  */
 export interface LeaseReturn {
   readonly start: number;
@@ -165,7 +164,6 @@ export interface LeaseReturn {
   readonly windowMs?: number;
   readonly count: number;
   readonly used?: number;
-  readonly usedAt?: number;
 }
 
 /**
@@ -179,19 +177,15 @@ function giveBack(subWindows: SubWindow[], returned: LeaseReturn | undefined, no
   if (index < 0) return subWindows;
   const sub = subWindows[index];
   const unused = Math.min(sub.count, wholeCount(returned.count));
-  const usedAt = returned.usedAt;
-  // A use time the object cannot check against its clock keeps the used admissions where the lease put them.
-  const moved = Number.isSafeInteger(usedAt) && (usedAt as number) <= now ? Math.min(sub.count - unused, wholeCount(returned.used)) : 0;
+  // Moved only to an earlier time than where the lease put them: recording at now a lease ending before now would
+  // count them longer.
+  const moved = now < sub.end ? Math.min(sub.count - unused, wholeCount(returned.used)) : 0;
   if (unused + moved === 0) return subWindows;
   const count = sub.count - unused - moved;
   const next = subWindows.slice();
   if (count > 0) next[index] = { ...sub, count };
   else next.splice(index, 1);
-  // Recorded a little after the caller's clock said, at most now: isolates' clocks differ a little, and counting
-  // an admission later than it happened only keeps it counted longer.
-  const at = Math.min((usedAt as number) + CLOCK_MARGIN_MS, now);
-  if (moved === 0 || at + windowMs <= now) return next;
-  return record(next, at, moved, subWindowLength(windowMs));
+  return moved > 0 ? record(next, now, moved, subWindowLength(windowMs)) : next;
 }
 
 /** A count sent by a caller, as a whole number of admissions (0 when it is not one). */
@@ -272,12 +266,21 @@ export function take(
 }
 
 export function resetAfter(subWindows: readonly SubWindow[], now: number, spec: WindowSpec): number {
-  const last = subWindows[subWindows.length - 1];
-  return last ? Math.max(0, last.end + spec.windowMs - now) : 0;
+  return subWindows.length > 0 ? Math.max(0, latestEnd(subWindows) + spec.windowMs - now) : 0;
 }
 
 /** When every admission in `state` has left the window: the time its storage may be dropped. */
 export function expiresAt(state: WindowState, windowMs: number): number | undefined {
-  const last = state.subWindows[state.subWindows.length - 1];
-  return last ? last.end + windowMs : undefined;
+  return state.subWindows.length > 0 ? latestEnd(state.subWindows) + windowMs : undefined;
+}
+
+/**
+ * The latest end among `subWindows`. Ends increase along a list one sub-window length made, but a window whose
+ * length changed keeps the longer spans it had, and a sub-window of the new length may be appended inside one of
+ * them, ending earlier: the last one's end would let the row be deleted while an earlier one still counts.
+ */
+function latestEnd(subWindows: readonly SubWindow[]): number {
+  let latest = Number.NEGATIVE_INFINITY;
+  for (const sub of subWindows) if (sub.end > latest) latest = sub.end;
+  return latest;
 }

@@ -405,12 +405,12 @@ describe("isolate bucket memory", () => {
     ).toMatchObject({
       allowed: false,
     });
-    // The one used goes back too, to be counted from when it was used (LEASE_MS) rather than from the lease's end.
+    // The one used goes back too, to be counted from this call rather than from the lease's end.
     expect(buckets.consult("b")).toEqual({
       want: 3,
       sent: 2 * LEASE_MS,
       leaseMs: LEASE_MS,
-      returned: { start: 61_000, count: 3, used: 1, usedAt: LEASE_MS },
+      returned: { start: 61_000, count: 3, used: 1 },
     });
     expect(buckets.consult("b")).toMatchObject({ decision: { allowed: false } }); // nothing left to hand back
   });

@@ -6,10 +6,10 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { type BucketRow, decideRow, emptyRow, takeProblem } from "../../../src/limiter/bucket-row.ts";
+import { type BucketRow, decideRow, emptyRow, rowExpiry, takeProblem } from "../../../src/limiter/bucket-row.ts";
 import { QUIET_LEASE, QUIET_LEASE_MS } from "../../../src/limiter/bucket-memory.ts";
 import { IsolateBuckets } from "../../../src/limiter/isolate-buckets.ts";
-import { CLOCK_MARGIN_MS, checkRoom, emptyWindow, live, MAX_LEASE_MS, take, type WindowSpec, type WindowState } from "../../../src/limiter/sliding-window.ts";
+import { checkRoom, emptyWindow, live, MAX_LEASE_MS, take, type WindowSpec, type WindowState } from "../../../src/limiter/sliding-window.ts";
 import { maxInAnyWindow } from "../support/sliding-log.ts";
 
 const T0 = 1_700_000_000_000;
@@ -42,41 +42,56 @@ describe("a long lease counts only itself from its end", () => {
     expect(counted(back, T0 + 7_000)).toBe(5 + 1 + 1);
   });
 
-  it("a hand-back moves the used leased admissions to when they were used", () => {
+  it("a hand-back moves the used leased admissions from the lease's end to the object's now", () => {
     const { state, decision } = take(emptyWindow, T0, SPEC, 1 + QUIET_LEASE, QUIET_LEASE_MS);
-    // Two of the four used, the later at T0 + 40 s; the other two handed back with the request at T0 + 60 s.
-    const returned = { start: decision.leaseStart, count: 2, used: 2, usedAt: T0 + 40_000 };
-    const after = take(state, T0 + QUIET_LEASE_MS, SPEC, 1, 0, returned).state;
-    // At T0 + 60 s the first request has left; the two used and the new request are counted.
-    expect(counted(after, T0 + QUIET_LEASE_MS)).toBe(2 + 1);
-    // A window after the later use (and CLOCK_MARGIN_MS, for isolates' clocks), only the request at T0 + 60 s is
-    // left, not the lease's end plus a window.
-    expect(counted(after, T0 + 40_000 + CLOCK_MARGIN_MS + SPEC.windowMs - 1)).toBe(3);
-    expect(counted(after, T0 + 40_000 + CLOCK_MARGIN_MS + SPEC.windowMs)).toBe(1);
+    // Two of the four used by T0 + 40 s; the other two handed back with the request at T0 + 45 s.
+    const returned = { start: decision.leaseStart, count: 2, used: 2 };
+    const after = take(state, T0 + 45_000, SPEC, 1, 0, returned).state;
+    expect(counted(after, T0 + 45_000)).toBe(1 + 2 + 1);
+    // A window after that call, nothing is left: not the lease's end (T0 + 60 s) plus a window.
+    expect(counted(after, T0 + 45_000 + SPEC.windowMs - 1)).toBe(3);
+    expect(counted(after, T0 + 45_000 + SPEC.windowMs)).toBe(0);
+    // Handed back at or after the lease's end, they stay where they are: moving them to now would count them longer.
+    const late = take(state, T0 + QUIET_LEASE_MS, SPEC, 1, 0, returned).state;
+    expect(counted(late, T0 + QUIET_LEASE_MS + SPEC.windowMs - 1)).toBe(2 + 1);
+    expect(counted(late, T0 + QUIET_LEASE_MS + SPEC.windowMs)).toBe(0);
   });
 
   it("refuses hostile hand-backs and lease lengths without counting less than happened", () => {
     const { state, decision } = take(emptyWindow, T0, SPEC, 1 + QUIET_LEASE, QUIET_LEASE_MS);
     const now = T0 + 1_000;
     const hostile = [
-      { start: decision.leaseStart, count: 0, used: 1e9, usedAt: T0 }, // more used than the lease holds: at most its own
-      { start: decision.leaseStart, count: 0, used: 4, usedAt: now + 1 }, // a use after the object's now: kept at the lease's end
-      { start: decision.leaseStart, count: 0, used: 4, usedAt: Number.NaN },
-      { start: decision.leaseStart, count: -5, used: -5, usedAt: T0 },
-      { start: decision.leaseStart + 1, count: 4, used: 0, usedAt: T0 }, // no such sub-window
+      { start: decision.leaseStart, count: 0, used: 1e9 }, // more used than the lease holds: at most its own
+      { start: decision.leaseStart, count: 0, used: Number.NaN },
+      { start: decision.leaseStart, count: -5, used: -5 },
+      { start: decision.leaseStart + 1, count: 4, used: 0 }, // no such sub-window
+      { start: decision.leaseStart, windowMs: 120_000, count: 4, used: 0 }, // another window's lease
     ];
-    const expected = [1 + QUIET_LEASE, 1 + QUIET_LEASE, 1 + QUIET_LEASE, 1 + QUIET_LEASE, 1 + QUIET_LEASE];
     hostile.forEach((returned, i) => {
       const next = take(state, now, SPEC, 0, 0, returned as never, false).state;
-      expect(counted(next, now), `hand-back ${i}`).toBe(expected[i]);
+      expect(counted(next, now), `hand-back ${i}`).toBe(1 + QUIET_LEASE);
     });
-    // Moved to T0 (and the clock margin), the 4 leave with the request's own admission, not a lease later.
-    const moved = take(state, now, SPEC, 0, 0, { start: decision.leaseStart, count: 0, used: 1e9, usedAt: T0 }, false).state;
-    expect(counted(moved, T0 + CLOCK_MARGIN_MS + SPEC.windowMs)).toBe(0);
+    // Moved to now, the 4 leave a window after now, not a window after the lease's end.
+    const moved = take(state, now, SPEC, 0, 0, { start: decision.leaseStart, count: 0, used: 1e9 }, false).state;
+    expect(counted(moved, now + SPEC.windowMs - 1)).toBe(QUIET_LEASE);
+    expect(counted(moved, now + SPEC.windowMs)).toBe(0);
     for (const leaseMs of [2 ** 53, -1, MAX_LEASE_MS + 1, 1.5, Number.NaN]) {
       expect(takeProblem({ id: ID, spec: SPEC, want: 5, leaseMs, forRequest: true })).toBe(`a lease lasts 0 to ${MAX_LEASE_MS} ms`);
     }
     expect(takeProblem({ id: ID, spec: SPEC, want: 5, leaseMs: QUIET_LEASE_MS, forRequest: true })).toBeUndefined();
+  });
+});
+
+describe("a window whose length changed", () => {
+  it("keeps its row until the latest end of its sub-windows, not the last one's", () => {
+    // A lease under a two-minute window lands in a 2 s span; a request under one minute then adds a 1 s span
+    // inside it, ending before the lease's end. The row must outlive the lease's admissions by a whole window.
+    const twoMinutes = { capacity: 50, windowMs: 120_000 };
+    const minute = { capacity: 50, windowMs: 60_000 };
+    const leased = decideRow(emptyRow, { id: ID, spec: twoMinutes, want: 5, leaseMs: 60_000, forRequest: true }, T0 + 1_800);
+    expect(leased.decision).toMatchObject({ granted: 5, leaseStart: T0 + 60_000 });
+    const after = decideRow(leased.row, { id: ID, spec: minute, want: 1, leaseMs: 0, forRequest: true }, T0 + 61_500).row;
+    expect(rowExpiry(after)).toBe(T0 + 61_800 + minute.windowMs);
   });
 });
 
