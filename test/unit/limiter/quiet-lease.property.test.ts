@@ -10,20 +10,13 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { type BucketRow, decideRow, emptyRow, type TakeRequest } from "../../../src/limiter/bucket-row.ts";
 import { QUIET_LEASE_MIN_CAPACITY } from "../../../src/limiter/bucket-memory.ts";
-import { BUCKET_ENTRY_BYTES, IsolateBuckets, type ObjectCall } from "../../../src/limiter/isolate-buckets.ts";
+import { BUCKET_ENTRY_BYTES, IsolateBuckets } from "../../../src/limiter/isolate-buckets.ts";
 import type { LeaseDecision } from "../../../src/limiter/sliding-window.ts";
 import { leasable, type LimitSpec } from "../../../src/limiter/window-rules.ts";
-import { upperBound } from "../support/sliding-log.ts";
+import { answerStep, forgetStep, type InFlight, overAdmission, type Rules, switchStep, takeOf } from "../support/lease-trace.ts";
 
 const WINDOW_MS = 60_000;
 const ID = "q".repeat(43);
-
-/** One set of rules a bucket may be decided by: `quiet` says whether limiter-client.ts would ask for quiet leases. */
-interface Rules {
-  readonly limit: LimitSpec;
-  readonly capacity: number;
-  readonly quiet: boolean;
-}
 
 /**
  * A quiet tier, a busy one of a smaller capacity, several windows and a calendar period: all share the bucket's
@@ -42,15 +35,6 @@ function rulesOf(large: number, small: number, forceQuiet: boolean): Rules[] {
     of("several", { windows: [sliding(large), { capacity: small, windowMs: 1_000 }] }, large, false),
     of("calendar", { windows: [sliding(small), { capacity: 100 * large, period: "hour", offsetMinutes: 0 }] }, small, false),
   ];
-}
-
-/** The take limiter-client.ts sends for `call` under `rules`. */
-function takeOf(rules: Rules, call: ObjectCall, forRequest: boolean): TakeRequest {
-  const [first] = rules.limit.windows;
-  if (leasable(rules.limit) && first && "windowMs" in first) {
-    return { id: ID, spec: first, want: call.want, leaseMs: call.leaseMs, returned: call.returned, forRequest };
-  }
-  return { id: ID, windows: rules.limit.windows, cost: 1, want: 1, leaseMs: 0, returned: call.returned, forRequest: true };
 }
 
 type Step =
@@ -73,18 +57,10 @@ const step: fc.Arbitrary<Step> = fc.oneof(
       ),
     }),
   },
-  { weight: 6, arbitrary: fc.record({ kind: fc.constant("answer" as const), pick: fc.nat(), lost: fc.nat(3).map((n) => n === 0) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("switch" as const), isolate: fc.nat(2), rules: fc.nat(3) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("forget" as const), isolate: fc.nat(2), other: fc.nat(4) }) },
+  { weight: 6, arbitrary: answerStep },
+  { weight: 1, arbitrary: switchStep(3) },
+  { weight: 1, arbitrary: forgetStep },
 );
-
-interface InFlight {
-  readonly isolate: number;
-  readonly call: ObjectCall;
-  readonly answer: LeaseDecision;
-  readonly rules: Rules;
-  readonly renewal: boolean;
-}
 
 interface Admission {
   readonly at: number;
@@ -139,27 +115,16 @@ function simulate(steps: readonly Step[], rules: readonly Rules[], isolates: num
           told.push({ remaining: consulted.decision.remaining, capacity: rulesNow.capacity });
         }
         const renewal = consulted.renewal;
-        if (renewal) inFlight.push({ isolate, call: renewal, answer: decide(takeOf(rulesNow, renewal, false)), rules: rulesNow, renewal: true });
+        if (renewal) inFlight.push({ isolate, call: renewal, answer: decide(takeOf(ID, rulesNow, renewal, false)), rules: rulesNow, renewal: true });
         continue;
       }
-      const decision = decide(takeOf(rulesNow, consulted, true));
+      const decision = decide(takeOf(ID, rulesNow, consulted, true));
       if (decision.allowed) admissions.push({ at: now, capacity: rulesNow.capacity, rules: rulesNow.limit.key!, by: "object" });
       inFlight.push({ isolate, call: consulted, answer: decision, rules: rulesNow, renewal: false });
     }
   }
   for (const call of inFlight.splice(0)) answer(call);
   return { admissions, told };
-}
-
-/** The first admission that found its 60 s window (itself and those before it) over the capacity that admitted it. */
-function overAdmission(admissions: readonly Admission[]): (Admission & { index: number; counted: number }) | undefined {
-  const times = admissions.map((admission) => admission.at);
-  for (let index = 0; index < admissions.length; index++) {
-    const admission = admissions[index]!;
-    const counted = index + 1 - upperBound(times, admission.at - WINDOW_MS);
-    if (counted > admission.capacity) return { ...admission, index, counted };
-  }
-  return undefined;
 }
 
 const setup = fc.record({ isolates: fc.integer({ min: 1, max: 3 }), entries: fc.integer({ min: 1, max: 3 }) });
@@ -174,7 +139,7 @@ describe("quiet leases against the exact oracle", () => {
         setup,
         (steps, large, small, { isolates, entries }) => {
           const { admissions, told } = simulate(steps, rulesOf(large, Math.min(small, large), true), isolates, entries);
-          expect(overAdmission(admissions)).toBeUndefined();
+          expect(overAdmission(admissions, WINDOW_MS)).toBeUndefined();
           for (const { remaining, capacity } of told) expect(remaining).toBeLessThan(capacity);
         },
       ),
@@ -191,7 +156,7 @@ describe("quiet leases against the exact oracle", () => {
         setup,
         (steps, large, small, { isolates, entries }) => {
           const { admissions } = simulate(steps, rulesOf(large, small, false), isolates, entries);
-          expect(overAdmission(admissions)).toBeUndefined();
+          expect(overAdmission(admissions, WINDOW_MS)).toBeUndefined();
         },
       ),
       { numRuns: 40 },

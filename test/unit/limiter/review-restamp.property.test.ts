@@ -1,5 +1,5 @@
 /**
- * Used leased admissions moved back to their use (`LeaseReturn.used`, `usedAt`) against the exact oracle: several
+ * Used leased admissions moved back from their lease's end (`LeaseReturn.used`) against the exact oracle: several
  * isolates' real bucket memories (quiet 60 s leases forced at small capacities, busy 1 s leases, renewals ahead,
  * answers late, lost or past their deadline, rules switches, forgotten buckets, refunds forgetting "limited") in
  * front of one object's real row functions, on one clock. Every admission is checked against the sliding log,
@@ -9,20 +9,14 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { type BucketRow, decideRow, emptyRow, type TakeRequest, windowsOf } from "../../../src/limiter/bucket-row.ts";
-import { IsolateBuckets, type ObjectCall } from "../../../src/limiter/isolate-buckets.ts";
+import { IsolateBuckets } from "../../../src/limiter/isolate-buckets.ts";
 import { isStoredCalendar } from "../../../src/limiter/several-windows.ts";
 import { type LeaseDecision, subWindowLength } from "../../../src/limiter/sliding-window.ts";
-import { leasable, type LimitSpec } from "../../../src/limiter/window-rules.ts";
-import { upperBound } from "../support/sliding-log.ts";
+import { leasable } from "../../../src/limiter/window-rules.ts";
+import { answerStep, forgetStep, type InFlight, overAdmission, type Rules, switchStep, takeOf } from "../support/lease-trace.ts";
 
 const WINDOW_MS = 60_000;
 const ID = "r".repeat(43);
-
-interface Rules {
-  readonly limit: LimitSpec;
-  readonly capacity: number;
-  readonly quiet: boolean;
-}
 
 /**
  * Quiet leases forced, busy leases only, and a form never leased, all of one capacity and one 60 s count. One
@@ -36,14 +30,6 @@ function rulesOf(capacity: number, perSecond: number): Rules[] {
     { limit: { windows: [sliding], cost: 1, key: "busy" }, capacity, quiet: false },
     { limit: { windows: [sliding, { capacity: perSecond, windowMs: 1_000 }], cost: 1, key: "several" }, capacity, quiet: false },
   ];
-}
-
-function takeOf(rules: Rules, call: ObjectCall, forRequest: boolean): TakeRequest {
-  const [first] = rules.limit.windows;
-  if (leasable(rules.limit) && first && "windowMs" in first) {
-    return { id: ID, spec: first, want: call.want, leaseMs: call.leaseMs, returned: call.returned, forRequest };
-  }
-  return { id: ID, windows: rules.limit.windows, cost: 1, want: 1, leaseMs: 0, returned: call.returned, forRequest: true };
 }
 
 type Step =
@@ -74,19 +60,11 @@ const step: fc.Arbitrary<Step> = fc.oneof(
     }),
   },
   { weight: 8, arbitrary: fc.record({ kind: fc.constant("tick" as const), gap }) },
-  { weight: 10, arbitrary: fc.record({ kind: fc.constant("answer" as const), pick: fc.nat(), lost: fc.nat(3).map((n) => n === 0) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("switch" as const), isolate: fc.nat(2), rules: fc.nat(2) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("forget" as const), isolate: fc.nat(2), other: fc.nat(4) }) },
+  { weight: 10, arbitrary: answerStep },
+  { weight: 1, arbitrary: switchStep(2) },
+  { weight: 1, arbitrary: forgetStep },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("refund" as const), isolate: fc.nat(2) }) },
 );
-
-interface InFlight {
-  readonly isolate: number;
-  readonly call: ObjectCall;
-  readonly answer: LeaseDecision;
-  readonly rules: Rules;
-  readonly renewal: boolean;
-}
 
 interface Admission {
   readonly at: number;
@@ -136,10 +114,10 @@ function simulate(steps: readonly Step[], rules: readonly Rules[], isolates: num
     if ("decision" in consulted) {
       if (consulted.decision.allowed) admissions.push({ at: now, capacity: rulesNow.capacity });
       const renewal = consulted.renewal;
-      if (renewal) inFlight.push({ isolate, call: renewal, answer: decide(takeOf(rulesNow, renewal, false)), rules: rulesNow, renewal: true });
+      if (renewal) inFlight.push({ isolate, call: renewal, answer: decide(takeOf(ID, rulesNow, renewal, false)), rules: rulesNow, renewal: true });
       return;
     }
-    const decision = decide(takeOf(rulesNow, consulted, true));
+    const decision = decide(takeOf(ID, rulesNow, consulted, true));
     if (decision.allowed) admissions.push({ at: now, capacity: rulesNow.capacity });
     const call = { isolate, call: consulted, answer: decision, rules: rulesNow, renewal: false };
     // Answered at once (the usual case), or left in flight for an "answer" step to deliver late, out of order or never.
@@ -162,18 +140,7 @@ function simulate(steps: readonly Step[], rules: readonly Rules[], isolates: num
   return { admissions, problems };
 }
 
-/** The first admission that found its 60 s window (itself and those before it) over the capacity that admitted it. */
-function overAdmission(admissions: readonly Admission[]) {
-  const times = admissions.map((admission) => admission.at);
-  for (let index = 0; index < admissions.length; index++) {
-    const admission = admissions[index]!;
-    const counted = index + 1 - upperBound(times, admission.at - WINDOW_MS);
-    if (counted > admission.capacity) return { ...admission, index, counted };
-  }
-  return undefined;
-}
-
-describe("used leased admissions moved back to their use, against the exact oracle", () => {
+describe("used leased admissions moved back from their lease's end, against the exact oracle", () => {
   it("no admission finds its window over capacity, and the sub-windows stay in order", () => {
     fc.assert(
       fc.property(
@@ -184,7 +151,7 @@ describe("used leased admissions moved back to their use, against the exact orac
         (steps, capacity, perSecond, isolates) => {
           const { admissions, problems } = simulate(steps, rulesOf(capacity, perSecond), isolates);
           expect(problems).toEqual([]);
-          expect(overAdmission(admissions)).toBeUndefined();
+          expect(overAdmission(admissions, WINDOW_MS)).toBeUndefined();
         },
       ),
       { numRuns: 150 },
