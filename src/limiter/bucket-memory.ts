@@ -10,7 +10,7 @@ export const LEASE_MS = 1000;
 /**
  * How long a quiet bucket's lease may be used (isolate-buckets.ts): long enough that a client coming back every
  * 20 s uses it. Leased admissions are recorded at the end of their lease (`take`), so any length is exact; the
- * used ones are moved back to when they were used by the next call's hand-back (`LeaseReturn`), so the length
+ * used ones are moved back to the time of the next call, which hands them back (`LeaseReturn`), so the length
  * keeps counted longer only what a lease holds unused (at most QUIET_LEASE) and what is used since the last call.
  */
 export const QUIET_LEASE_MS = 60_000;
@@ -108,7 +108,7 @@ export function renewalDue(memory: BucketMemory, now: number, want: number): boo
 
 /**
  * Moves the current lease to the hand-back: what it still holds, which taking back cannot over-admit, and what it
- * used with the latest use, so the object counts those from when they happened rather than from the lease's end.
+ * used, so the object counts those from the call that hands them back rather than from the lease's end.
  * Only one sub-window's hand-back is kept; an older one still pending is given up (it only stays counted longer).
  */
 function retire(memory: BucketMemory): void {

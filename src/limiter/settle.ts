@@ -18,7 +18,7 @@
 
 import { periodAt } from "./calendar-period.ts";
 import { isStoredCalendar, type StoredWindow } from "./several-windows.ts";
-import { live, recordAt, type SubWindow, subWindowLength } from "./sliding-window.ts";
+import { live, recordAt, spanIndex, type SubWindow, subWindowLength } from "./sliding-window.ts";
 import { calendarOfKey } from "./window-rules.ts";
 
 /** An admitted request whose cost its response may still settle. */
@@ -68,7 +68,10 @@ function settleSliding(subWindows: SubWindow[], windowMs: number, at: number, de
   // A charge goes into the span of `at` (made there when the estimate recorded nothing), never a later one: there
   // a refund that comes after `at` has left the window would stay counted.
   if (delta > 0) return recordAt(subWindows, at, delta, windowMs).subWindows.slice();
-  const index = spanOf(subWindows, at, subWindowLength(windowMs));
+  // Only from the span of `at`: a charge stored before charges went there sits in a later sub-window, which holds
+  // others' admissions too; its refund is not made (it stays counted until it leaves), as taking from another's
+  // count could over-admit.
+  const index = spanIndex(subWindows, at, subWindowLength(windowMs));
   if (index < 0) return subWindows;
   const sub = subWindows[index]!;
   const count = sub.count - Math.min(sub.count, -delta);
@@ -76,15 +79,6 @@ function settleSliding(subWindows: SubWindow[], windowMs: number, at: number, de
   if (count > 0) next[index] = { ...sub, count };
   else next.splice(index, 1);
   return next;
-}
-
-/**
- * The sub-window holding what was counted for an admission at `at`: the one whose span holds `at` (-1: none). A
- * charge stored before charges went there sits in a later one, which holds others' admissions too: its refund is
- * not made (the charge stays counted until it leaves the window), as taking from another's count could over-admit.
- */
-function spanOf(subWindows: readonly SubWindow[], at: number, length: number): number {
-  return subWindows.findIndex((sub) => sub.start <= at && at < sub.start + length);
 }
 
 /** One window with the difference of a reservation settled; undefined when the window counts nothing (any more). */

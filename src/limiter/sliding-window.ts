@@ -200,8 +200,7 @@ function wholeCount(value: unknown): number {
  * own spans before its sub-window, so they are counted for a window after they happened, not after the lease.
  */
 function record(subWindows: SubWindow[], at: number, count: number, length: number): SubWindow[] {
-  let index = subWindows.length - 1;
-  while (index >= 0 && at < subWindows[index].start) index--;
+  const index = lastStartedBy(subWindows, at);
   const sub = subWindows[index];
   const next = subWindows.slice();
   if (sub && at < sub.start + length) next[index] = { ...sub, end: Math.max(sub.end, at), count: sub.count + count };
@@ -209,10 +208,17 @@ function record(subWindows: SubWindow[], at: number, count: number, length: numb
   return next;
 }
 
-/** The start of the sub-window holding time `at` (recorded there by `record`). */
-function startOf(subWindows: readonly SubWindow[], at: number): number {
-  for (let index = subWindows.length - 1; index >= 0; index--) if (subWindows[index].start <= at) return subWindows[index].start;
-  return 0;
+/** The index of the last sub-window starting at or before `at` (-1: none): the one `record` puts `at` in, when its span holds it. */
+function lastStartedBy(subWindows: readonly SubWindow[], at: number): number {
+  let index = subWindows.length - 1;
+  while (index >= 0 && at < subWindows[index].start) index--;
+  return index;
+}
+
+/** The index of the sub-window whose span (sub-windows `length` long) holds time `at`, as `record` placed it (-1: none). */
+export function spanIndex(subWindows: readonly SubWindow[], at: number, length: number): number {
+  const index = lastStartedBy(subWindows, at);
+  return index >= 0 && at < subWindows[index].start + length ? index : -1;
 }
 
 /**
@@ -254,7 +260,7 @@ export function take(
     decision: {
       allowed: true,
       granted: own + leased,
-      leaseStart: leased > 0 ? startOf(next, now + leaseMs) : 0,
+      leaseStart: leased > 0 ? next[lastStartedBy(next, now + leaseMs)].start : 0,
       ...(leased > 0 ? { leaseWindowMs: spec.windowMs } : {}),
       remaining: room - own - leased,
       retryAfterMs: 0,

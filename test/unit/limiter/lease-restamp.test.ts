@@ -1,7 +1,7 @@
 /**
  * A lease is recorded at its end, so it stays exact however long it is; what keeps a long (quiet) lease from
  * under-admitting is that nothing else is counted from that end: admissions made while it is out go into their own
- * sub-windows before it, and the hand-back moves the leased admissions that were used to when they were used.
+ * sub-windows before it, and the hand-back moves the leased admissions that were used to the time of its call.
  * The object's real `take` and row functions, the isolate's real bucket memory, one injected clock.
  */
 
