@@ -107,6 +107,8 @@ export default defineConfig({
                 TUNNEL_HEARTBEAT_MS: "30000",
                 TUNNEL_BODY_CHANNEL_WAIT_MS: "3000",
                 TOLLGATE_API_KEYS: testApiKeys,
+                // GET /__tollgate/stats: how many object calls the Worker's own isolate made (rate-limit-burst.test.ts).
+                TOLLGATE_DEBUG_STATS: "1",
               },
             },
           }),

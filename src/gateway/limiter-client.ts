@@ -8,6 +8,7 @@
 
 import type { Env } from "../env.ts";
 import { shardName } from "../limiter/bucket-shards.ts";
+import { CallsInFlight } from "../limiter/calls-in-flight.ts";
 import type { SettleRequest, TakeRequest } from "../limiter/bucket-table.ts";
 import { QUIET_LEASE_MIN_CAPACITY } from "../limiter/bucket-memory.ts";
 import type { IsolateBuckets, ObjectCall } from "../limiter/isolate-buckets.ts";
@@ -32,18 +33,76 @@ class CounterTimeout extends Error {
   }
 }
 
-/**
- * One call to the object holding bucket `id`, made by the request that needs it. Takes of several requests are not
- * batched into one call: the Workers runtime ties a request's I/O, and the continuations of promises it settles, to
- * that request, and sharing one call's answer among requests failed them ("Cannot perform I/O on behalf of a
- * different request"); see docs/rate-limits.md.
- */
-async function takeFromStore(env: Env, shard: string, take: TakeRequest, now: number): Promise<LeaseDecision> {
+/** One call to the object holding the takes' bucket, made by the request that sends it: the takes' decisions, in order. */
+async function takeFromStore(env: Env, shard: string, takes: readonly TakeRequest[], now: number): Promise<LeaseDecision[]> {
   const store = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(shard));
-  const answer = (await store.takeAll([take], now)) as LeaseDecision[] | StoreRefusal;
+  const answer = (await store.takeAll(takes, now)) as LeaseDecision[] | StoreRefusal;
   if (!Array.isArray(answer)) throw new Error(`the store refused the call: ${answer.refused}`);
-  if (answer.length !== 1) throw new Error(`the store answered ${answer.length} decisions for 1 take`);
-  return answer[0]!;
+  if (answer.length !== takes.length) throw new Error(`the store answered ${answer.length} decisions for ${takes.length} takes`);
+  return answer;
+}
+
+type InFlight = CallsInFlight<TakeRequest, LeaseDecision>;
+/** Per isolate (its bucket memory): the buckets with a call out, and the takes waiting to ride the next one. */
+const inFlightOf = new WeakMap<IsolateBuckets, InFlight>();
+
+function inFlight(buckets: IsolateBuckets): InFlight {
+  let calls = inFlightOf.get(buckets);
+  if (!calls) inFlightOf.set(buckets, (calls = new CallsInFlight(buckets.now)));
+  return calls;
+}
+
+/**
+ * A request's take decided by its bucket's object. When this isolate already has a call out on the bucket, the
+ * take waits to ride the next call (src/limiter/calls-in-flight.ts), looking at its ticket on its own timer: no
+ * promise passes between requests, as the Workers runtime ties a promise's continuations to the request whose
+ * I/O settled it (docs/rate-limits.md). Otherwise, or when no call took it, the request sends the call itself,
+ * carrying the takes waiting then. The wait is bounded by the per-call time limit.
+ */
+async function decideTake(
+  env: Env,
+  buckets: IsolateBuckets,
+  shard: string,
+  id: string,
+  take: TakeRequest,
+  sent: number,
+  timeoutMs: number,
+): Promise<LeaseDecision> {
+  const calls = inFlight(buckets);
+  if (calls.canWait(id, timeoutMs)) {
+    const ticket = calls.wait(id, take, sent);
+    let waited = 0;
+    while (!calls.settled(id, ticket, timeoutMs)) {
+      // On a clock that stands still (tests inject one) staleness never comes: the time slept bounds the wait too.
+      if (waited > 2 * timeoutMs) {
+        calls.abandon(id, ticket);
+        throw new CounterTimeout(timeoutMs);
+      }
+      const delay = Math.min(calls.sleepMs(id, ticket), timeoutMs);
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      waited += delay;
+    }
+    const outcome = ticket.outcome;
+    if (outcome) {
+      if ("error" in outcome) throw outcome.error;
+      buckets.stats.objectCalls--;
+      buckets.stats.takesCarried++;
+      return outcome.answer;
+    }
+  }
+  const { call, carried } = calls.send(id);
+  try {
+    // Decided no earlier than any carried take was made: a lease is used until its take's time plus its length.
+    const now = carried.reduce((latest, ticket) => Math.max(latest, ticket.sent), sent);
+    const answers = await withTimeout(takeFromStore(env, shard, [take, ...carried.map((ticket) => ticket.take)], now), timeoutMs);
+    for (const [i, ticket] of carried.entries()) ticket.outcome = { answer: answers[i + 1]! };
+    return answers[0]!;
+  } catch (error) {
+    for (const ticket of carried) ticket.outcome = { error: error as Error };
+    throw error;
+  } finally {
+    calls.end(id, call, carried);
+  }
 }
 
 /**
@@ -95,7 +154,7 @@ export function durableObjectCounter(env: Env, ingress: string, buckets: Isolate
       }
       let answer: LeaseDecision;
       try {
-        answer = await withTimeout(takeFromStore(env, shardName(name, id), takeOf(id, limit, leases, consulted, true), consulted.sent), timeoutMs);
+        answer = await decideTake(env, buckets, shardName(name, id), id, takeOf(id, limit, leases, consulted, true), consulted.sent, timeoutMs);
       } catch (error) {
         const timedOut = error instanceof CounterTimeout;
         console.error(`rate-limit: counting failed, request proceeds: ${(error as Error).message}`);
@@ -127,8 +186,8 @@ export function durableObjectCounter(env: Env, ingress: string, buckets: Isolate
  */
 async function renewLease(env: Env, buckets: IsolateBuckets, shard: string, id: string, limit: LimitSpec, call: ObjectCall, timeoutMs: number): Promise<void> {
   try {
-    const answer = await withTimeout(takeFromStore(env, shard, takeOf(id, limit, true, call, false), call.sent), timeoutMs);
-    buckets.settleRenewal(id, call, answer);
+    const [answer] = await withTimeout(takeFromStore(env, shard, [takeOf(id, limit, true, call, false)], call.sent), timeoutMs);
+    buckets.settleRenewal(id, call, answer!);
   } catch (error) {
     console.error(`rate-limit: renewing a lease failed, requests are counted one by one until the next: ${(error as Error).message}`);
   }

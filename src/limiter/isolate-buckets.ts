@@ -61,8 +61,10 @@ export const BUCKET_ENTRY_BYTES = 256;
 export const BUCKET_MEMORY_BYTES = 4 * 1024 * 1024;
 
 export interface BucketStats {
-  /** Requests (and renewals) that needed the store: each is one call to an object. */
+  /** Requests (and renewals) that needed the store: each is one call to an object, less `takesCarried`. */
   objectCalls: number;
+  /** Requests whose take rode another request's call on the same bucket (src/limiter/calls-in-flight.ts). */
+  takesCarried: number;
   /** Of the object calls, the renewals sent after a response, which no request waited for. */
   renewalsAhead: number;
   cachedRejections: number;
@@ -111,7 +113,7 @@ export interface Demand {
 }
 
 export class IsolateBuckets {
-  readonly stats: BucketStats = { objectCalls: 0, renewalsAhead: 0, cachedRejections: 0, leasedAdmissions: 0 };
+  readonly stats: BucketStats = { objectCalls: 0, takesCarried: 0, renewalsAhead: 0, cachedRejections: 0, leasedAdmissions: 0 };
   readonly now: () => number;
   /** Which limited decisions get a log line (one per bucket per second), on the same clock. */
   readonly decisionLog: DecisionLog;

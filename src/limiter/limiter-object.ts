@@ -10,13 +10,13 @@ import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
 import { decodeRow, encodeRow, settleProblem, takeProblem } from "./bucket-row.ts";
 import { type ReadRequest, readBucket, type WindowReading } from "./bucket-readback.ts";
+import { MAX_TAKES_PER_CALL } from "./calls-in-flight.ts";
 import { BucketTable, type RowStore, type SettleRequest, type TakeRequest } from "./bucket-table.ts";
 import { MAX_BUCKET_ID_LENGTH } from "./isolate-buckets.ts";
 import { type MigrationStep, migrateSchema } from "../sqlite-migrations.ts";
 import type { LeaseDecision } from "./sliding-window.ts";
 
-/** Most takes one call may carry (the gateway sends one per call; the bound keeps a wrong caller cheap). */
-export const MAX_TAKES_PER_CALL = 256;
+export { MAX_TAKES_PER_CALL };
 /**
  * Expired rows are deleted at most this often. A row past its expiry is never counted (its admissions have left
  * the window), so deleting it later only keeps it on disk longer; and the table has no index on expiry, because
