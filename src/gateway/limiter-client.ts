@@ -56,8 +56,8 @@ function inFlight(buckets: IsolateBuckets): InFlight {
  * A request's take decided by its bucket's object. When this isolate already has a call out on the bucket, the
  * take waits to ride the next call (src/limiter/calls-in-flight.ts), looking at its ticket on its own timer: no
  * promise passes between requests, as the Workers runtime ties a promise's continuations to the request whose
- * I/O settled it (docs/rate-limits.md). Otherwise, or when no call took it, the request sends the call itself,
- * carrying the takes waiting then. The wait is bounded by the per-call time limit.
+ * I/O settled it (docs/rate-limits.md). Otherwise, or when no call answered for it, the request sends the call
+ * itself, carrying the takes waiting then. A take that cannot wait (too many do) goes alone.
  */
 async function decideTake(
   env: Env,
@@ -71,16 +71,16 @@ async function decideTake(
   const calls = inFlight(buckets);
   if (calls.canWait(id, timeoutMs)) {
     const ticket = calls.wait(id, take, sent);
-    let waited = 0;
+    let slept = 0;
     while (!calls.settled(id, ticket, timeoutMs)) {
-      // On a clock that stands still (tests inject one) staleness never comes: the time slept bounds the wait too.
-      if (waited > 2 * timeoutMs) {
-        calls.abandon(id, ticket);
+      // Waits end when the call out goes stale; on a clock that stands still (tests inject one) the time slept bounds them.
+      if (slept > 3 * timeoutMs) {
+        calls.abandon(ticket);
         throw new CounterTimeout(timeoutMs);
       }
       const delay = Math.min(calls.sleepMs(id, ticket), timeoutMs);
       await new Promise((resolve) => setTimeout(resolve, delay));
-      waited += delay;
+      slept += delay;
     }
     const outcome = ticket.outcome;
     if (outcome) {
@@ -89,11 +89,14 @@ async function decideTake(
       buckets.stats.takesCarried++;
       return outcome.answer;
     }
+  } else if (calls.isOut(id, timeoutMs)) {
+    const [answer] = await withTimeout(takeFromStore(env, shard, [take], Math.max(sent, buckets.now())), timeoutMs);
+    return answer!;
   }
-  const { call, carried } = calls.send(id);
+  const { call, carried } = calls.send(id, timeoutMs);
   try {
-    // Decided no earlier than any carried take was made: a lease is used until its take's time plus its length.
-    const now = carried.reduce((latest, ticket) => Math.max(latest, ticket.sent), sent);
+    // Decided no earlier than now, nor than any carried take was made: a lease is used until its take's time plus its length.
+    const now = carried.reduce((latest, ticket) => Math.max(latest, ticket.sent), Math.max(sent, buckets.now()));
     const answers = await withTimeout(takeFromStore(env, shard, [take, ...carried.map((ticket) => ticket.take)], now), timeoutMs);
     for (const [i, ticket] of carried.entries()) ticket.outcome = { answer: answers[i + 1]! };
     return answers[0]!;

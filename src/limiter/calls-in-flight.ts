@@ -8,13 +8,15 @@
  *
  * Only plain data passes between requests here, never a promise: the Workers runtime ties the continuations of
  * a promise to the request whose I/O settled it, and a request woken by another's answer failed its own I/O
- * (docs/rate-limits.md). So a waiting request looks at its ticket on its own timer (`pollDelay`).
+ * (docs/rate-limits.md). So a waiting request looks at its ticket on its own timer (`sleepMs`).
  *
- * A call whose request went away without ending it (a client gone mid-call cancels that request's code) stops
- * counting as out after `staleAfterMs`: its waiters then send their own. The clock is passed in.
+ * A request can go away mid-call (a client gone cancels its code) and never write its riders' answers. Its call
+ * stops counting as out after `staleAfterMs`, and every take it carried or left waiting is then sent by its own
+ * request: a take may so be counted twice (fewer admitted, never more), but no request goes uncounted because
+ * another's client left. The clock is passed in.
  */
 
-import { makeRoom } from "../bounded-map.ts";
+import { freeBudget } from "../bounded-map.ts";
 
 /** What became of a carried take: its answer, or why the call failed. */
 export type TicketOutcome<A> = { readonly answer: A } | { readonly error: Error };
@@ -23,12 +25,16 @@ export interface Ticket<T, A> {
   readonly take: T;
   /** When the take was made (the call carrying it is decided no earlier). */
   readonly sent: number;
+  /** When its request last looked at it (a request that stopped looking has gone, and its take is dropped). */
+  seen: number;
   /** Set by the request that carried it, once its call answered or failed. */
   outcome?: TicketOutcome<A>;
-  /** When a call took it along (it must not be sent again); undefined while it waits. */
+  /** When a call took it along (it must not be sent again while that call may answer); undefined while it waits. */
   carriedAt?: number;
   /** The waiting list it is in, until a call takes it or it stops waiting. */
   waitingIn?: Ticket<T, A>[];
+  /** Looks at it since its call was due (each sleeps twice as long as the one before). */
+  lateLooks: number;
 }
 
 interface Bucket<T, A> {
@@ -41,17 +47,19 @@ interface Bucket<T, A> {
 
 /** Most takes one call to a store object may carry (the object refuses more; the gateway's calls stay within it). */
 export const MAX_TAKES_PER_CALL = 256;
-/** Buckets with a call out or takes waiting, per isolate: beyond it the oldest are forgotten (their waiters send their own). */
+/** Buckets with a call out or takes waiting, per isolate: beyond it the oldest are forgotten (their waiters move to the next). */
 export const MAX_BUCKETS_IN_FLIGHT = 4096;
-/** Takes that may wait on one bucket: a request beyond them sends its own call, as if none were out. */
+/** Takes that may wait on one bucket: a request beyond them sends its take alone, as if no call were out. */
 export const MAX_WAITING_PER_BUCKET = 1024;
-
-/** Longest a waiting request sleeps between looks at its ticket once its call is due. */
-const MAX_LOOK_INTERVAL_MS = 4;
+/** Takes that may wait in one isolate, all buckets together: beyond them a request sends its take alone. */
+export const MAX_WAITING_PER_ISOLATE = 16_384;
+/** Longest sleep between looks once a call is overdue: a waiting request's looks are most of what it costs. */
+const MAX_LOOK_INTERVAL_MS = 64;
 
 export class CallsInFlight<T, A> {
   private readonly buckets = new Map<string, Bucket<T, A>>();
   private calls = 0;
+  private waitingTotal = 0;
   /** How long calls have lately taken, ms (a moving average): a waiting request sleeps until its call is due. */
   private callMs = 2;
 
@@ -70,88 +78,118 @@ export class CallsInFlight<T, A> {
     return this.buckets.size;
   }
 
-  /** Whether `id` has a call out that a new take can wait for. */
+  /** Takes waiting right now, all buckets together. */
+  get waiting(): number {
+    return this.waitingTotal;
+  }
+
+  /** Whether `id` has a call out from this isolate (one that has not gone stale). */
+  isOut(id: string, staleAfterMs: number): boolean {
+    const bucket = this.buckets.get(id);
+    return bucket !== undefined && this.callOut(bucket, staleAfterMs);
+  }
+
+  /** Whether a new take on `id` can wait for the call out on it (else its request sends it alone, or sends the call). */
   canWait(id: string, staleAfterMs: number): boolean {
     const bucket = this.buckets.get(id);
-    return bucket !== undefined && this.callOut(bucket, staleAfterMs) && bucket.waiting.length < MAX_WAITING_PER_BUCKET;
+    return (
+      bucket !== undefined &&
+      this.callOut(bucket, staleAfterMs) &&
+      bucket.waiting.length < MAX_WAITING_PER_BUCKET &&
+      this.waitingTotal < MAX_WAITING_PER_ISOLATE
+    );
   }
 
   /** Leaves `take` to be carried by the bucket's next call (`canWait` must have said yes); the caller then polls `settled`. */
   wait(id: string, take: T, sent: number): Ticket<T, A> {
-    const ticket: Ticket<T, A> = { take, sent };
+    const ticket: Ticket<T, A> = { take, sent, seen: this.now(), lateLooks: 0 };
     const bucket = this.buckets.get(id);
-    if (bucket) {
-      bucket.waiting.push(ticket);
-      ticket.waitingIn = bucket.waiting;
-    }
+    if (bucket) this.enqueue(bucket, ticket);
     return ticket;
   }
 
   /**
-   * Whether `ticket`'s wait is over: it has an outcome, or no call is out on `id` and none carries it. In the
-   * second case it is no longer waiting, and its request sends it itself (calling `send` first, so that the
-   * takes still waiting ride along).
+   * Whether `ticket`'s wait is over: it has an outcome, or its request is to send it itself (calling `send`
+   * first, so that the takes still waiting ride along): no call is out on `id` and none carries it, or the call
+   * that carried it went stale (its request went away: the take may have been counted, and is sent again).
    */
   settled(id: string, ticket: Ticket<T, A>, staleAfterMs: number): boolean {
     if (ticket.outcome) return true;
-    if (ticket.carriedAt !== undefined) {
-      if (this.now() - ticket.carriedAt <= staleAfterMs) return false;
-      // Carried by a request that went away: nobody will answer it, and the object may or may not have counted it.
-      ticket.outcome = { error: new Error("the request carrying this take went away before its call answered") };
+    if (ticket.carriedAt !== undefined) return this.now() - ticket.carriedAt > staleAfterMs;
+    ticket.seen = this.now();
+    const bucket = this.buckets.get(id);
+    if (bucket === undefined || !this.callOut(bucket, staleAfterMs)) {
+      this.abandon(ticket);
+      if (bucket?.waiting.length === 0) this.buckets.delete(id);
       return true;
     }
-    const bucket = this.buckets.get(id);
-    if (bucket !== undefined && this.callOut(bucket, staleAfterMs) && ticket.waitingIn === bucket.waiting) return false;
-    this.abandon(id, ticket);
-    return true;
+    // Its bucket was forgotten (too many in flight) and is out again: it waits for that call instead.
+    if (ticket.waitingIn !== bucket.waiting) {
+      this.abandon(ticket);
+      this.enqueue(bucket, ticket);
+    }
+    return false;
   }
 
   /** Stops waiting (a timeout, or the request sends it itself): a take not yet carried is taken out. */
-  abandon(id: string, ticket: Ticket<T, A>): void {
+  abandon(ticket: Ticket<T, A>): void {
     const list = ticket.waitingIn;
+    if (list === undefined) return;
     ticket.waitingIn = undefined;
-    if (list === undefined || ticket.carriedAt !== undefined) return;
     const at = list.indexOf(ticket);
-    if (at >= 0) list.splice(at, 1);
-    const bucket = this.buckets.get(id);
-    if (bucket?.waiting === list && bucket.callSince === undefined && bucket.waiting.length === 0) this.buckets.delete(id);
+    if (at < 0) return;
+    list.splice(at, 1);
+    this.waitingTotal--;
   }
 
   /**
    * A call on `id` goes out now: returns its number and the waiting tickets it carries (oldest first, at most
-   * `maxCarried`). Those beyond stay waiting for the next call. `end` must follow, whatever the call's fate.
+   * `maxCarried`); those beyond stay waiting for the next call. Takes whose requests have not looked at them for
+   * two call time limits are dropped, not carried: those requests have gone (a live one looks at least once a
+   * time limit, and one that was wrongly dropped waits again when it next looks). `end` must follow.
    */
-  send(id: string): { call: number; carried: Ticket<T, A>[] } {
+  send(id: string, staleAfterMs: number): { call: number; carried: Ticket<T, A>[] } {
     const now = this.now();
     let bucket = this.buckets.get(id);
     if (bucket) {
       // Most recently used last, so the first entry is the one to forget.
       this.buckets.delete(id);
     } else {
-      makeRoom(this.buckets, MAX_BUCKETS_IN_FLIGHT);
+      freeBudget(
+        this.buckets,
+        1,
+        MAX_BUCKETS_IN_FLIGHT,
+        () => this.buckets.size,
+        (key) => this.forget(key),
+      );
       bucket = { callSince: undefined, call: 0, waiting: [] };
     }
     bucket.callSince = now;
     bucket.call = ++this.calls;
     this.buckets.set(id, bucket);
-    const carried = bucket.waiting.splice(0, this.maxCarried);
-    for (const ticket of carried) {
-      ticket.carriedAt = now;
+    const carried: Ticket<T, A>[] = [];
+    while (carried.length < this.maxCarried && bucket.waiting.length > 0) {
+      const ticket = bucket.waiting.shift()!;
+      this.waitingTotal--;
       ticket.waitingIn = undefined;
+      if (now - ticket.seen > 2 * staleAfterMs) continue;
+      ticket.carriedAt = now;
+      carried.push(ticket);
     }
     return { call: bucket.call, carried };
   }
 
   /**
    * How long a request waiting on `ticket` should sleep before it looks again: until the call it waits for (the
-   * one carrying it, or the one out now) is due by how long calls have lately taken, then a quarter of that
-   * (1 to MAX_LOOK_INTERVAL_MS ms). A look is a timer firing in the request, which is most of what waiting costs.
+   * one carrying it, or the one out now) is due by how long calls have lately taken; then a quarter of that,
+   * doubling with every look that finds it still out (at most MAX_LOOK_INTERVAL_MS).
    */
   sleepMs(id: string, ticket: Ticket<T, A>): number {
     const since = ticket.carriedAt ?? this.buckets.get(id)?.callSince;
     const due = since === undefined ? 0 : since + this.callMs - this.now();
-    const interval = Math.min(MAX_LOOK_INTERVAL_MS, Math.max(1, Math.round(this.callMs / 4)));
-    return Math.max(interval, Math.ceil(due));
+    if (due >= 1) return Math.ceil(due);
+    const interval = Math.max(1, Math.round(this.callMs / 4)) * 2 ** Math.min(ticket.lateLooks++, 6);
+    return Math.min(MAX_LOOK_INTERVAL_MS, interval);
   }
 
   /**
@@ -165,6 +203,21 @@ export class CallsInFlight<T, A> {
     if (bucket.callSince !== undefined) this.callMs += (this.now() - bucket.callSince - this.callMs) / 8;
     bucket.callSince = undefined;
     if (bucket.waiting.length === 0) this.buckets.delete(id);
+  }
+
+  /** Forgets a bucket: its waiting takes find no list, and move to the bucket's next call or send their own. */
+  private forget(id: string): void {
+    const bucket = this.buckets.get(id);
+    if (!bucket) return;
+    for (const ticket of bucket.waiting) ticket.waitingIn = undefined;
+    this.waitingTotal -= bucket.waiting.length;
+    this.buckets.delete(id);
+  }
+
+  private enqueue(bucket: Bucket<T, A>, ticket: Ticket<T, A>): void {
+    bucket.waiting.push(ticket);
+    ticket.waitingIn = bucket.waiting;
+    this.waitingTotal++;
   }
 
   private callOut(bucket: Bucket<T, A>, staleAfterMs: number): boolean {
