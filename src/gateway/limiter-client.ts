@@ -10,6 +10,7 @@ import type { Env } from "../env.ts";
 import { shardName } from "../limiter/bucket-shards.ts";
 import { CallsInFlight } from "../limiter/calls-in-flight.ts";
 import type { SettleRequest, TakeRequest } from "../limiter/bucket-table.ts";
+import { resentTake } from "../limiter/bucket-row.ts";
 import { QUIET_LEASE_MIN_CAPACITY } from "../limiter/bucket-memory.ts";
 import type { IsolateBuckets, ObjectCall } from "../limiter/isolate-buckets.ts";
 import type { StoreRefusal } from "../limiter/limiter-object.ts";
@@ -57,7 +58,9 @@ function inFlight(buckets: IsolateBuckets): InFlight {
  * take waits to ride the next call (src/limiter/calls-in-flight.ts), looking at its ticket on its own timer: no
  * promise passes between requests, as the Workers runtime ties a promise's continuations to the request whose
  * I/O settled it (docs/rate-limits.md). Otherwise, or when no call answered for it, the request sends the call
- * itself, carrying the takes waiting then. A take that cannot wait (too many do) goes alone.
+ * itself, carrying the takes waiting then. A take that cannot wait (too many do), or whose wait ended while the
+ * bucket's call is still out, goes alone: no wait ends in the counting error, only a call that failed does. A
+ * request waits at most two time limits, and then its own call takes at most one.
  */
 async function decideTake(
   env: Env,
@@ -69,19 +72,17 @@ async function decideTake(
   timeoutMs: number,
 ): Promise<LeaseDecision> {
   const calls = inFlight(buckets);
-  if (calls.canWait(id, timeoutMs)) {
+  let alone = calls.isOut(id, timeoutMs) && !calls.canWait(id, timeoutMs);
+  if (!alone && calls.canWait(id, timeoutMs)) {
     const ticket = calls.wait(id, take, sent);
     let slept = 0;
-    while (!calls.settled(id, ticket, timeoutMs)) {
-      // Waits end when the call out goes stale; on a clock that stands still (tests inject one) the time slept bounds them.
-      if (slept > 3 * timeoutMs) {
-        calls.abandon(ticket);
-        throw new CounterTimeout(timeoutMs);
-      }
+    // Waits end when the call out goes stale; on a clock that stands still (tests inject one) the time slept bounds them.
+    while (slept <= 2 * timeoutMs && !calls.settled(id, ticket, timeoutMs)) {
       const delay = Math.min(calls.sleepMs(id, ticket), timeoutMs);
       await new Promise((resolve) => setTimeout(resolve, delay));
       slept += delay;
     }
+    calls.abandon(ticket);
     const outcome = ticket.outcome;
     if (outcome) {
       if ("error" in outcome) throw outcome.error;
@@ -89,7 +90,12 @@ async function decideTake(
       buckets.stats.takesCarried++;
       return outcome.answer;
     }
-  } else if (calls.isOut(id, timeoutMs)) {
+    // Carried by a call that went stale (its request went away): sent again, without what that call may have applied.
+    if (ticket.carriedAt !== undefined) take = resentTake(take);
+    // A call is out on the bucket still (this wait ended on its bound, or the bucket has no room): the take goes alone.
+    alone = calls.isOut(id, timeoutMs);
+  }
+  if (alone) {
     const [answer] = await withTimeout(takeFromStore(env, shard, [take], Math.max(sent, buckets.now())), timeoutMs);
     return answer!;
   }

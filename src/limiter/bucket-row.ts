@@ -50,6 +50,16 @@ export interface SettleRequest {
   readonly cost: number;
 }
 
+/**
+ * `take` to be sent again after the call that carried it went stale (its request went away): without its lease
+ * hand-back, which that call may already have applied. A hand-back applied twice takes out admissions that are
+ * not the lease's (other requests' in the same sub-window): an over-admission. Losing it only counts more.
+ */
+export function resentTake(take: TakeRequest): TakeRequest {
+  const { returned: _appliedOnce, ...again } = take;
+  return again;
+}
+
 export const emptyRow: BucketRow = { windowMs: 0, state: emptyWindow };
 
 export function isSeedRow(row: BucketRow): row is SeedRow {

@@ -60,6 +60,8 @@ export class CallsInFlight<T, A> {
   private readonly buckets = new Map<string, Bucket<T, A>>();
   private calls = 0;
   private waitingTotal = 0;
+  /** When takes of gone requests were last swept out (see `hasRoom`). */
+  private sweptAt = Number.NEGATIVE_INFINITY;
   /** How long calls have lately taken, ms (a moving average): a waiting request sleeps until its call is due. */
   private callMs = 2;
 
@@ -92,12 +94,7 @@ export class CallsInFlight<T, A> {
   /** Whether a new take on `id` can wait for the call out on it (else its request sends it alone, or sends the call). */
   canWait(id: string, staleAfterMs: number): boolean {
     const bucket = this.buckets.get(id);
-    return (
-      bucket !== undefined &&
-      this.callOut(bucket, staleAfterMs) &&
-      bucket.waiting.length < MAX_WAITING_PER_BUCKET &&
-      this.waitingTotal < MAX_WAITING_PER_ISOLATE
-    );
+    return bucket !== undefined && this.callOut(bucket, staleAfterMs) && this.hasRoom(bucket, staleAfterMs);
   }
 
   /** Leaves `take` to be carried by the bucket's next call (`canWait` must have said yes); the caller then polls `settled`. */
@@ -123,9 +120,11 @@ export class CallsInFlight<T, A> {
       if (bucket?.waiting.length === 0) this.buckets.delete(id);
       return true;
     }
-    // Its bucket was forgotten (too many in flight) and is out again: it waits for that call instead.
+    // Its bucket was forgotten (too many in flight) and is out again: it waits for that call instead, room allowing
+    // (else its request sends it alone).
     if (ticket.waitingIn !== bucket.waiting) {
       this.abandon(ticket);
+      if (!this.hasRoom(bucket, staleAfterMs)) return true;
       this.enqueue(bucket, ticket);
     }
     return false;
@@ -174,6 +173,7 @@ export class CallsInFlight<T, A> {
       ticket.waitingIn = undefined;
       if (now - ticket.seen > 2 * staleAfterMs) continue;
       ticket.carriedAt = now;
+      ticket.lateLooks = 0;
       carried.push(ticket);
     }
     return { call: bucket.call, carried };
@@ -212,6 +212,27 @@ export class CallsInFlight<T, A> {
     for (const ticket of bucket.waiting) ticket.waitingIn = undefined;
     this.waitingTotal -= bucket.waiting.length;
     this.buckets.delete(id);
+  }
+
+  /**
+   * Whether `bucket` can take one more waiting take. At the isolate's bound, takes whose requests stopped looking
+   * (gone) are swept out first, at most once a time limit, so dead ones cannot keep batching off for good.
+   */
+  private hasRoom(bucket: Bucket<T, A>, staleAfterMs: number): boolean {
+    if (bucket.waiting.length >= MAX_WAITING_PER_BUCKET) return false;
+    if (this.waitingTotal < MAX_WAITING_PER_ISOLATE) return true;
+    const now = this.now();
+    if (now - this.sweptAt < staleAfterMs) return false;
+    this.sweptAt = now;
+    for (const [id, other] of this.buckets) {
+      const live = other.waiting.filter((ticket) => now - ticket.seen <= 2 * staleAfterMs);
+      if (live.length === other.waiting.length) continue;
+      for (const ticket of other.waiting) if (now - ticket.seen > 2 * staleAfterMs) ticket.waitingIn = undefined;
+      this.waitingTotal -= other.waiting.length - live.length;
+      other.waiting.splice(0, other.waiting.length, ...live);
+      if (other.waiting.length === 0 && other.callSince === undefined) this.buckets.delete(id);
+    }
+    return this.waitingTotal < MAX_WAITING_PER_ISOLATE;
   }
 
   private enqueue(bucket: Bucket<T, A>, ticket: Ticket<T, A>): void {

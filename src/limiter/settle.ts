@@ -110,7 +110,10 @@ export function settleReservation(
   now: number,
 ): { windows: Map<string, StoredWindow>; reservations: Reservation[]; applied: boolean } {
   const open = openReservations(reservations, now);
-  const index = open.findIndex((reservation) => reservation.id === id);
+  // The newest with that id: a take sent again (its first carrier went away) may have recorded it twice, and the
+  // older then keeps its estimate until it expires, which can only count more.
+  let index = open.length - 1;
+  while (index >= 0 && open[index]!.id !== id) index--;
   const next = new Map(windows);
   if (index < 0) return { windows: next, reservations: open, applied: false };
   const [reservation] = open.splice(index, 1);

@@ -179,6 +179,22 @@ describe("CallsInFlight", () => {
     expect(calls.canWait("fresh", STALE_MS)).toBe(false);
   });
 
+  it("takes of requests that went away cannot keep batching off: at the isolate's bound they are swept out", () => {
+    const { clock, calls } = setup();
+    let bucket = 0;
+    while (calls.waiting < MAX_WAITING_PER_ISOLATE) {
+      const id = `dead${bucket++}`;
+      calls.send(id, STALE_MS);
+      while (calls.canWait(id, STALE_MS)) calls.wait(id, "t", 0); // never looked at again
+    }
+    calls.send("fresh", STALE_MS);
+    expect(calls.canWait("fresh", STALE_MS)).toBe(false);
+    clock.now = 2 * STALE_MS + 1;
+    calls.send("fresh", STALE_MS);
+    expect(calls.canWait("fresh", STALE_MS)).toBe(true);
+    expect(calls.waiting).toBe(0);
+  });
+
   it("the takes waiting on a forgotten bucket move to its next call instead of each sending its own", () => {
     const { calls } = setup();
     calls.send("b", STALE_MS);
