@@ -13,20 +13,11 @@ import { CallsInFlight, type Ticket } from "../../../src/limiter/calls-in-flight
 import { IsolateBuckets, type ObjectCall } from "../../../src/limiter/isolate-buckets.ts";
 import type { LeaseDecision } from "../../../src/limiter/sliding-window.ts";
 import { leasable } from "../../../src/limiter/window-rules.ts";
-import { overAdmission, type Rules, takeOf } from "../support/lease-trace.ts";
+import { overAdmission, type Rules, takeOf, threeForms } from "../support/lease-trace.ts";
 
 const STALE_MS = 1000;
 const WINDOW_MS = 60_000;
 const ID = "c".repeat(43);
-
-function rulesOf(capacity: number, perSecond: number): Rules[] {
-  const sliding = { capacity, windowMs: WINDOW_MS };
-  return [
-    { limit: { windows: [sliding], cost: 1, key: "quiet" }, capacity, quiet: true },
-    { limit: { windows: [sliding], cost: 1, key: "busy" }, capacity, quiet: false },
-    { limit: { windows: [sliding, { capacity: perSecond, windowMs: 1_000 }], cost: 1, key: "several" }, capacity, quiet: false },
-  ];
-}
 
 type Step =
   | { readonly kind: "request"; readonly isolate: number; readonly burst: number }
@@ -182,7 +173,7 @@ describe("a burst riding one call, against the exact log", () => {
         fc.integer({ min: 20, max: 400 }),
         fc.integer({ min: 5, max: 60 }),
         (steps, capacity, perSecond) => {
-          const { admissions, left, failOpen, failedCalls } = simulate(steps, rulesOf(capacity, perSecond));
+          const { admissions, left, failOpen, failedCalls } = simulate(steps, threeForms(capacity, perSecond, WINDOW_MS));
           expect(left).toBe(0);
           // Only a call that failed fails its takes: a carrier that went away makes its riders send their own.
           if (failedCalls === 0) expect(failOpen).toBe(0);

@@ -13,24 +13,10 @@ import { IsolateBuckets } from "../../../src/limiter/isolate-buckets.ts";
 import { isStoredCalendar } from "../../../src/limiter/several-windows.ts";
 import { type LeaseDecision, subWindowLength } from "../../../src/limiter/sliding-window.ts";
 import { leasable } from "../../../src/limiter/window-rules.ts";
-import { answerStep, forgetStep, type InFlight, overAdmission, type Rules, switchStep, takeOf } from "../support/lease-trace.ts";
+import { answerStep, forgetStep, type InFlight, overAdmission, type Rules, switchStep, takeOf, threeForms } from "../support/lease-trace.ts";
 
 const WINDOW_MS = 60_000;
 const ID = "r".repeat(43);
-
-/**
- * Quiet leases forced, busy leases only, and a form never leased, all of one capacity and one 60 s count. One
- * capacity: with two, a lease granted under the smaller and used after the larger filled the window is "over" the
- * smaller by this oracle though it was counted when granted (a tier switch, not what this file is about).
- */
-function rulesOf(capacity: number, perSecond: number): Rules[] {
-  const sliding = { capacity, windowMs: WINDOW_MS };
-  return [
-    { limit: { windows: [sliding], cost: 1, key: "quiet" }, capacity, quiet: true },
-    { limit: { windows: [sliding], cost: 1, key: "busy" }, capacity, quiet: false },
-    { limit: { windows: [sliding, { capacity: perSecond, windowMs: 1_000 }], cost: 1, key: "several" }, capacity, quiet: false },
-  ];
-}
 
 type Step =
   | { readonly kind: "request"; readonly isolate: number; readonly renewAhead: boolean; readonly burst: number; readonly prompt: boolean }
@@ -149,7 +135,7 @@ describe("used leased admissions moved back from their lease's end, against the 
         fc.integer({ min: 10, max: 60 }),
         fc.integer({ min: 1, max: 3 }),
         (steps, capacity, perSecond, isolates) => {
-          const { admissions, problems } = simulate(steps, rulesOf(capacity, perSecond), isolates);
+          const { admissions, problems } = simulate(steps, threeForms(capacity, perSecond, WINDOW_MS), isolates);
           expect(problems).toEqual([]);
           expect(overAdmission(admissions, WINDOW_MS)).toBeUndefined();
         },

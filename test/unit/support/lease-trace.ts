@@ -1,5 +1,5 @@
 /**
- * What the lease property tests (quiet-lease, review-restamp) share: the rules a bucket may switch between, the take
+ * What the lease property tests (quiet-lease, review-restamp, calls-in-flight-exact) share: the rules a bucket may switch between, the take
  * limiter-client.ts sends for a call under them, the calls in flight, and the trace steps every such test draws.
  */
 
@@ -15,6 +15,20 @@ export interface Rules {
   readonly limit: LimitSpec;
   readonly capacity: number;
   readonly quiet: boolean;
+}
+
+/**
+ * Quiet leases forced, busy leases only, and a form never leased, all of one capacity and one count of `windowMs`.
+ * One capacity: with two, a lease granted under the smaller and used after the larger filled the window is "over"
+ * the smaller by this oracle though it was counted when granted (a tier switch, not what these tests are about).
+ */
+export function threeForms(capacity: number, perSecond: number, windowMs: number): Rules[] {
+  const sliding = { capacity, windowMs };
+  return [
+    { limit: { windows: [sliding], cost: 1, key: "quiet" }, capacity, quiet: true },
+    { limit: { windows: [sliding], cost: 1, key: "busy" }, capacity, quiet: false },
+    { limit: { windows: [sliding, { capacity: perSecond, windowMs: 1_000 }], cost: 1, key: "several" }, capacity, quiet: false },
+  ];
 }
 
 /** The take limiter-client.ts sends for `call` on bucket `id` under `rules`. */
