@@ -58,9 +58,9 @@ function inFlight(buckets: IsolateBuckets): InFlight {
  * take waits to ride the next call (src/limiter/calls-in-flight.ts), looking at its ticket on its own timer: no
  * promise passes between requests, as the Workers runtime ties a promise's continuations to the request whose
  * I/O settled it (docs/rate-limits.md). Otherwise, or when no call answered for it, the request sends the call
- * itself, carrying the takes waiting then. A take that cannot wait (too many do), or whose wait ended while the
- * bucket's call is still out, goes alone: no wait ends in the counting error, only a call that failed does. A
- * request waits at most two time limits, and then its own call takes at most one.
+ * itself, carrying the takes waiting then. A take that cannot wait (too many do), whose wait ended while the
+ * bucket's call is still out, or whose carrying call failed, goes alone: only a request's own call failing ends in
+ * the counting error. A request waits at most two time limits, and then its own call takes at most one.
  */
 async function decideTake(
   env: Env,
@@ -77,20 +77,20 @@ async function decideTake(
     const ticket = calls.wait(id, take, sent);
     let slept = 0;
     // Waits end when the call out goes stale; on a clock that stands still (tests inject one) the time slept bounds them.
-    while (slept <= 2 * timeoutMs && !calls.settled(id, ticket, timeoutMs)) {
-      const delay = Math.min(calls.sleepMs(id, ticket), timeoutMs);
+    while (slept < 2 * timeoutMs && !calls.settled(id, ticket, timeoutMs)) {
+      const delay = Math.min(calls.sleepMs(id, ticket), 2 * timeoutMs - slept);
       await new Promise((resolve) => setTimeout(resolve, delay));
       slept += delay;
     }
     calls.abandon(ticket);
     const outcome = ticket.outcome;
-    if (outcome) {
-      if ("error" in outcome) throw outcome.error;
+    if (outcome && "answer" in outcome) {
       buckets.stats.objectCalls--;
       buckets.stats.takesCarried++;
       return outcome.answer;
     }
-    // Carried by a call that went stale (its request went away): sent again, without what that call may have applied.
+    // Carried by a call that failed or went stale (its request may have gone away, its call cancelled), or still
+    // out when this wait ended: sent again, without what that call may have applied (see resentTake).
     if (ticket.carriedAt !== undefined) take = resentTake(take);
     // A call is out on the bucket still (this wait ended on its bound, or the bucket has no room): the take goes alone.
     alone = calls.isOut(id, timeoutMs);

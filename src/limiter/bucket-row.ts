@@ -51,13 +51,15 @@ export interface SettleRequest {
 }
 
 /**
- * `take` to be sent again after the call that carried it went stale (its request went away): without its lease
- * hand-back, which that call may already have applied. A hand-back applied twice takes out admissions that are
- * not the lease's (other requests' in the same sub-window): an over-admission. Losing it only counts more.
+ * `take` to be sent again after the call that carried it went stale or failed (its request went away): without
+ * its lease hand-back, which that call may already have applied, and asking for no lease. A hand-back applied
+ * twice takes out admissions that are not the lease's (other requests' in the same sub-window): an
+ * over-admission. A lease granted to that call is counted but reaches nobody, so asking again would hold twice
+ * the room. Losing the hand-back only counts more.
  */
 export function resentTake(take: TakeRequest): TakeRequest {
   const { returned: _appliedOnce, ...again } = take;
-  return again;
+  return again.want > 1 ? { ...again, want: 1 } : again;
 }
 
 export const emptyRow: BucketRow = { windowMs: 0, state: emptyWindow };

@@ -55,6 +55,11 @@ describe("a take sent again after its carrier went away", () => {
     });
   });
 
+  it("asks for no lease: one granted to the call that went away is counted already, and reaches nobody", () => {
+    const quiet: TakeRequest = { id: ID, spec, want: 5, leaseMs: 60_000, forRequest: true };
+    expect(resentTake(quiet)).toEqual({ ...quiet, want: 1 });
+  });
+
   it("records its reservation twice, and a settle applies to the newer: the older keeps its estimate", () => {
     const windows = [{ capacity: 100, windowMs: 60_000 }];
     const take: TakeRequest = { id: ID, windows, cost: 30, want: 1, leaseMs: 0, forRequest: true, reserve: "r-1" };
