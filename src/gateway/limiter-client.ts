@@ -72,8 +72,9 @@ async function decideTake(
   timeoutMs: number,
 ): Promise<LeaseDecision> {
   const calls = inFlight(buckets);
-  let alone = calls.isOut(id, timeoutMs) && !calls.canWait(id, timeoutMs);
-  if (!alone && calls.canWait(id, timeoutMs)) {
+  // A take goes alone when a call is out on its bucket that it cannot (or could not) ride.
+  let alone = calls.isOut(id, timeoutMs);
+  if (alone && calls.canWait(id, timeoutMs)) {
     const ticket = calls.wait(id, take, sent);
     let slept = 0;
     // Waits end when the call out goes stale; on a clock that stands still (tests inject one) the time slept bounds them.

@@ -56,6 +56,11 @@ export const MAX_WAITING_PER_ISOLATE = 16_384;
 /** Longest sleep between looks once a call is overdue: a waiting request's looks are most of what it costs. */
 const MAX_LOOK_INTERVAL_MS = 64;
 
+/** Whether `ticket`'s request has gone: it has not looked at it for two call time limits (a live one looks at least once a limit). */
+function gone(ticket: Ticket<unknown, unknown>, now: number, staleAfterMs: number): boolean {
+  return now - ticket.seen > 2 * staleAfterMs;
+}
+
 export class CallsInFlight<T, A> {
   private readonly buckets = new Map<string, Bucket<T, A>>();
   private calls = 0;
@@ -171,7 +176,7 @@ export class CallsInFlight<T, A> {
       const ticket = bucket.waiting.shift()!;
       this.waitingTotal--;
       ticket.waitingIn = undefined;
-      if (now - ticket.seen > 2 * staleAfterMs) continue;
+      if (gone(ticket, now, staleAfterMs)) continue;
       ticket.carriedAt = now;
       ticket.lateLooks = 0;
       carried.push(ticket);
@@ -225,11 +230,13 @@ export class CallsInFlight<T, A> {
     if (now - this.sweptAt < staleAfterMs) return false;
     this.sweptAt = now;
     for (const [id, other] of this.buckets) {
-      const live = other.waiting.filter((ticket) => now - ticket.seen <= 2 * staleAfterMs);
-      if (live.length === other.waiting.length) continue;
-      for (const ticket of other.waiting) if (now - ticket.seen > 2 * staleAfterMs) ticket.waitingIn = undefined;
-      this.waitingTotal -= other.waiting.length - live.length;
-      other.waiting.splice(0, other.waiting.length, ...live);
+      let kept = 0;
+      for (const ticket of other.waiting) {
+        if (gone(ticket, now, staleAfterMs)) ticket.waitingIn = undefined;
+        else other.waiting[kept++] = ticket;
+      }
+      this.waitingTotal -= other.waiting.length - kept;
+      other.waiting.length = kept;
       if (other.waiting.length === 0 && other.callSince === undefined) this.buckets.delete(id);
     }
     return this.waitingTotal < MAX_WAITING_PER_ISOLATE;
