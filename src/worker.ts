@@ -32,9 +32,10 @@ export { TunnelHost, TunnelRegistry, TunnelSession } from "./tunnels/index.ts";
  * account's (known from its host claim, remembered when its host was resolved for the request being decided).
  */
 const isolate = createRuntime();
+const overrideCache = new OverrideCache();
 const runtime = {
   ...isolate,
-  limitOverrides: overrideServices<Env>(new OverrideCache(), {
+  limitOverrides: overrideServices<Env>(overrideCache, {
     read: (env, accountId) => accountStore(env, accountId).liveOverrides(),
     accountOf(env, scope) {
       if (scope.startsWith("route:")) return edgeOwnerAccount(env);
@@ -117,8 +118,9 @@ export const upstreamHandlers: UpstreamHandlers = {
  * not a router: a flood of rejected requests runs this for each one, and the URL is parsed once.
  */
 async function serve({ request, env, ctx, url, settings }: RequestContext): Promise<Response> {
-  // Isolate counters for the benchmark (rate-limiter object calls vs. rejections answered from memory).
-  if (url.pathname === "/__tollgate/stats" && settings.debugStats && request.method === "GET") return Response.json(runtime.buckets.stats);
+  // Isolate counters for the benchmark (rate-limiter object calls vs. rejections answered from memory, override reads).
+  if (url.pathname === "/__tollgate/stats" && settings.debugStats && request.method === "GET")
+    return Response.json({ ...runtime.buckets.stats, overrideReads: overrideCache.stats });
 
   // A gateway whose policies do not load serves nothing, tunnels included: a config with an edge host under
   // TUNNEL_DOMAIN must not let that host be claimed as a tunnel while the operator fixes it.

@@ -3,7 +3,9 @@
  * copy read more than `awaitAfterMs` ago (900 ms), so a change through the management API reaches live traffic
  * in every isolate within about a second. A copy older than `refreshAfterMs` (250 ms) is refreshed in the
  * background, after a request's response, so busy traffic never waits for it; only a request that finds the copy
- * older than `awaitAfterMs` (a quiet isolate) reads the store itself before deciding.
+ * older than `awaitAfterMs` (a quiet isolate) reads the store itself before deciding. Requests that find it so
+ * while such a read is out wait for that read instead of sending their own: a burst on a quiet isolate costs the
+ * account's store one read, not one per request (the store is one object per account, and each read queues there).
  *
  * The age of a copy counts from when its read was sent, so it is never younger than what it shows. Only resolved
  * values are shared between requests: workerd ties I/O to the request that started it, so a request never awaits
@@ -22,6 +24,10 @@ export const AWAIT_AFTER_MS = 900;
  * never from what a client sends; past this the least recently read account is forgotten (one store read).
  */
 export const MAX_REMEMBERED_ACCOUNTS = 256;
+/** First pause of a request waiting for another request's read of the same account; each later one doubles. */
+const FIRST_LOOK_MS = 2;
+/** Longest pause between two looks at that read. */
+const MAX_LOOK_MS = 64;
 /** At most one log line per account this often when its overrides cannot be read. */
 const ERROR_LOG_INTERVAL_MS = 1_000;
 
@@ -38,6 +44,15 @@ export interface OverrideCacheOptions {
   readonly refreshAfterMs?: number;
   readonly awaitAfterMs?: number;
   readonly maxAccounts?: number;
+  /** Pauses a request waiting for another's read (a timer of its own: no promise passes between requests). */
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+/** A read a request waits for before deciding, while it is out or after it failed. */
+interface AwaitedRead {
+  /** When it was sent. */
+  readonly sent: number;
+  failed: boolean;
 }
 
 interface Copy {
@@ -54,12 +69,17 @@ interface Copy {
 export interface OverrideCacheStats {
   /** Reads a request waited for, and reads sent after a response. */
   awaitedReads: number;
+  /** Requests that waited for a read another request had sent, instead of sending their own. */
+  sharedReads: number;
   backgroundReads: number;
   failedReads: number;
 }
 
 export class OverrideCache {
-  readonly stats: OverrideCacheStats = { awaitedReads: 0, backgroundReads: 0, failedReads: 0 };
+  readonly stats: OverrideCacheStats = { awaitedReads: 0, sharedReads: 0, backgroundReads: 0, failedReads: 0 };
+  private readonly sleep: (ms: number) => Promise<void>;
+  /** Per account, the last read a request waited for (at most one out at a time, so a burst shares it). */
+  private readonly awaited = new Map<string, AwaitedRead>();
   private readonly now: () => number;
   private readonly refreshAfterMs: number;
   private readonly awaitAfterMs: number;
@@ -71,7 +91,9 @@ export class OverrideCache {
     refreshAfterMs = REFRESH_AFTER_MS,
     awaitAfterMs = AWAIT_AFTER_MS,
     maxAccounts = MAX_REMEMBERED_ACCOUNTS,
+    sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
   }: OverrideCacheOptions = {}) {
+    this.sleep = sleep;
     this.now = now;
     this.refreshAfterMs = refreshAfterMs;
     this.awaitAfterMs = awaitAfterMs;
@@ -80,7 +102,8 @@ export class OverrideCache {
 
   /**
    * The overrides of `accountId` to decide with now: the copy held while fresh enough (sending a refresh through
-   * `background` when it is getting old), else a promise of this request's own read.
+   * `background` when it is getting old), else a promise of a read no older than `awaitAfterMs`: the one another
+   * request has out, or this request's own.
    */
   indexOf(accountId: string, read: OverrideRead, background?: Background): OverrideIndex | Promise<OverrideIndex> {
     const copy = this.copies.get(accountId);
@@ -94,16 +117,54 @@ export class OverrideCache {
       }
       return copy.index;
     }
+    const out = this.awaited.get(accountId);
+    if (out && !out.failed && now - out.sent < this.awaitAfterMs) {
+      this.stats.sharedReads++;
+      return this.readOf(accountId, out, read);
+    }
+    return this.awaitedRead(accountId, read, now);
+  }
+
+  /** This request's own read, which requests coming while it is out wait for. */
+  private async awaitedRead(accountId: string, read: OverrideRead, now: number): Promise<OverrideIndex> {
     this.stats.awaitedReads++;
-    return this.read(accountId, read, now);
+    const mine: AwaitedRead = { sent: now, failed: false };
+    this.awaited.delete(accountId);
+    makeRoom(this.awaited, this.maxAccounts);
+    this.awaited.set(accountId, mine);
+    const index = await this.read(accountId, read, now, mine);
+    if (this.awaited.get(accountId) === mine && !mine.failed) this.awaited.delete(accountId);
+    return index;
+  }
+
+  /**
+   * What the read `out` (another request's) brought, looked at on this request's own timer until it lands. A read
+   * that failed answers as this request's own failing read would (the action's own limits); one that lands too late
+   * to use, or not at all within `awaitAfterMs` of being sent, is followed by this request's own.
+   */
+  private async readOf(accountId: string, out: AwaitedRead, read: OverrideRead): Promise<OverrideIndex> {
+    for (let pause = FIRST_LOOK_MS; ; pause = Math.min(MAX_LOOK_MS, 2 * pause)) {
+      await this.sleep(Math.min(pause, Math.max(1, out.sent + this.awaitAfterMs - this.now())));
+      const now = this.now();
+      const copy = this.copies.get(accountId);
+      if (copy && copy.readAt >= out.sent && now - copy.readAt < this.awaitAfterMs) return copy.index;
+      if (out.failed) return NO_OVERRIDES;
+      if (now - out.sent < this.awaitAfterMs && this.awaited.get(accountId) === out) continue;
+      // Too old to use, or done without a copy to show for it: wait for a newer one out, else read.
+      const newer = this.awaited.get(accountId);
+      if (newer === undefined || newer.failed || now - newer.sent >= this.awaitAfterMs) return this.awaitedRead(accountId, read, now);
+      out = newer;
+      pause = FIRST_LOOK_MS / 2;
+    }
   }
 
   /** Reads the account's overrides sent at `sent` and keeps them unless a newer read already landed. */
-  private async read(accountId: string, read: OverrideRead, sent: number): Promise<OverrideIndex> {
+  private async read(accountId: string, read: OverrideRead, sent: number, awaited?: AwaitedRead): Promise<OverrideIndex> {
     let overrides: readonly LimitOverride[];
     try {
       overrides = await read(accountId);
     } catch (error) {
+      if (awaited) awaited.failed = true;
       this.stats.failedReads++;
       const held = this.copies.get(accountId);
       if (held) held.refreshingSince = 0;
