@@ -67,7 +67,7 @@ export class CallsInFlight<T, A> {
   private waitingTotal = 0;
   /** When takes of gone requests were last swept out (see `hasRoom`). */
   private sweptAt = Number.NEGATIVE_INFINITY;
-  /** How long calls have lately taken, ms (a moving average): a waiting request sleeps until its call is due. */
+  /** How long calls have lately taken, ms (a moving average, quick to fall): a waiting request sleeps until its call is due. */
   private callMs = 2;
 
   /**
@@ -205,7 +205,11 @@ export class CallsInFlight<T, A> {
     for (const ticket of carried) ticket.outcome ??= { error: new Error("the call carrying this take ended without its answer") };
     const bucket = this.buckets.get(id);
     if (!bucket || bucket.call !== call) return;
-    if (bucket.callSince !== undefined) this.callMs += (this.now() - bucket.callSince - this.callMs) / 8;
+    if (bucket.callSince !== undefined) {
+      // Down fast, up slowly: after a slow spell, riders would otherwise sleep its call length for dozens of fast calls.
+      const took = this.now() - bucket.callSince;
+      this.callMs += (took - this.callMs) / (took < this.callMs ? 2 : 8);
+    }
     bucket.callSince = undefined;
     if (bucket.waiting.length === 0) this.buckets.delete(id);
   }

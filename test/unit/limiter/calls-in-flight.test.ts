@@ -110,6 +110,31 @@ describe("CallsInFlight", () => {
     calls.end("b", out.call, out.carried);
   });
 
+  it("after a slow spell, a few fast calls bring the riders' first sleep back down", () => {
+    const { clock, calls } = setup();
+    const callTaking = (ms: number) => {
+      const call = calls.send("c", STALE_MS);
+      clock.now += ms;
+      calls.end("c", call.call, call.carried);
+    };
+    for (let i = 0; i < 40; i++) callTaking(900);
+    // A rider's first sleep on a call that then takes 5 ms itself.
+    const firstSleep = () => {
+      const out = calls.send("b", STALE_MS);
+      const sleep = calls.sleepMs("b", calls.wait("b", "t", clock.now));
+      clock.now += 5;
+      calls.end("b", out.call, out.carried);
+      return sleep;
+    };
+    expect(firstSleep()).toBeGreaterThan(800);
+    // Four fast calls in all: a rider of the next sleeps under a tenth of the slow length, not most of it (as an
+    // average moving an eighth a call would: 900 × (7/8)⁴ ≈ 530 ms).
+    for (let i = 0; i < 3; i++) callTaking(5);
+    expect(firstSleep()).toBeLessThanOrEqual(62);
+    for (let i = 0; i < 3; i++) callTaking(5);
+    expect(firstSleep()).toBeLessThanOrEqual(10);
+  });
+
   it("hostile: a client that makes the carrier of 255 takes and then disconnects fails none of them", () => {
     const { clock, calls } = setup();
     const first = calls.send("b", STALE_MS);
