@@ -54,11 +54,12 @@ import { makeRoom } from "../bounded-map.ts";
 export const MAX_BUCKET_ID_LENGTH = 64;
 /**
  * Heap one remembered bucket costs at most: a Map entry, a 64-character one-byte string and a record of six
- * numbers (measured in V8: docs/benchmark.md#figures-behind-constants-in-the-code; test/unit/limiter/isolate-buckets.test.ts), rounded up.
+ * numbers, rounded up. It depends on what ran before in the same process (likely V8 storing a record's numbers
+ * boxed once its fields have held other values): docs/benchmark.md#figures-behind-constants-in-the-code.
  */
-export const BUCKET_ENTRY_BYTES = 256;
-/** Default memory bound of one isolate's bucket memory. */
-export const BUCKET_MEMORY_BYTES = 4 * 1024 * 1024;
+export const BUCKET_ENTRY_BYTES = 384;
+/** Default memory bound of one isolate's bucket memory: 16,384 buckets at BUCKET_ENTRY_BYTES. */
+export const BUCKET_MEMORY_BYTES = 6 * 1024 * 1024;
 
 export interface BucketStats {
   /** Requests (and renewals) that needed the store: each is one call to an object, less `takesCarried`. */
