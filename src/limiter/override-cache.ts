@@ -117,6 +117,11 @@ export class OverrideCache {
       }
       return copy.index;
     }
+    return this.afterStale(accountId, read, now);
+  }
+
+  /** With no copy fresh enough: the read another request has out and still fresh enough, else this request's own. */
+  private afterStale(accountId: string, read: OverrideRead, now: number): Promise<OverrideIndex> {
     const out = this.awaited.get(accountId);
     if (out && !out.failed && now - out.sent < this.awaitAfterMs) {
       this.stats.sharedReads++;
@@ -140,7 +145,7 @@ export class OverrideCache {
   /**
    * What the read `out` (another request's) brought, looked at on this request's own timer until it lands. A read
    * that failed answers as this request's own failing read would (the action's own limits); one that lands too late
-   * to use, or not at all within `awaitAfterMs` of being sent, is followed by this request's own.
+   * to use, or not at all within `awaitAfterMs` of being sent, leaves this request where it started (`afterStale`).
    */
   private async readOf(accountId: string, out: AwaitedRead, read: OverrideRead): Promise<OverrideIndex> {
     for (let pause = FIRST_LOOK_MS; ; pause = Math.min(MAX_LOOK_MS, 2 * pause)) {
@@ -149,12 +154,7 @@ export class OverrideCache {
       const copy = this.copies.get(accountId);
       if (copy && copy.readAt >= out.sent && now - copy.readAt < this.awaitAfterMs) return copy.index;
       if (out.failed) return NO_OVERRIDES;
-      if (now - out.sent < this.awaitAfterMs && this.awaited.get(accountId) === out) continue;
-      // Too old to use, or done without a copy to show for it: wait for a newer one out, else read.
-      const newer = this.awaited.get(accountId);
-      if (newer === undefined || newer.failed || now - newer.sent >= this.awaitAfterMs) return this.awaitedRead(accountId, read, now);
-      out = newer;
-      pause = FIRST_LOOK_MS / 2;
+      if (now - out.sent >= this.awaitAfterMs || this.awaited.get(accountId) !== out) return this.afterStale(accountId, read, now);
     }
   }
 
