@@ -54,32 +54,34 @@ function inFlight(buckets: IsolateBuckets): InFlight {
 }
 
 /**
- * A request's take decided by its bucket's object. When this isolate already has a call out on the bucket, the
- * take waits to ride the next call (src/limiter/calls-in-flight.ts), looking at its ticket on its own timer: no
- * promise passes between requests, as the Workers runtime ties a promise's continuations to the request whose
- * I/O settled it (docs/rate-limits.md). Otherwise, or when no call answered for it, the request sends the call
- * itself, carrying the takes waiting then. A take that cannot wait (too many do), whose wait ended while the
- * bucket's call is still out, or whose carrying call failed, goes alone: only a request's own call failing ends in
- * the counting error. A request waits at most two time limits, and then its own call takes at most one.
+ * A request's take decided by its bucket's store object (`shard`). When this isolate already has a call out on that
+ * object, the take waits to ride the next call (src/limiter/calls-in-flight.ts), whichever buckets of the object the
+ * takes are for, looking at its ticket on its own timer: no promise passes between requests, as the Workers runtime
+ * ties a promise's continuations to the request whose I/O settled it (docs/rate-limits.md). Otherwise, or when no
+ * call answered for it, the request sends the call itself, carrying the takes waiting then, under its
+ * `afterResponse` (the request's waitUntil): a call carrying other requests' takes is finished, and their answers
+ * written, even when this request's client goes away. A take that cannot wait (too many do), whose wait ended while
+ * the object's call is still out, or whose carrying call failed, goes alone: only a request's own call failing ends
+ * in the counting error. A request waits at most two time limits, and then its own call takes at most one.
  */
 async function decideTake(
   env: Env,
   buckets: IsolateBuckets,
   shard: string,
-  id: string,
   take: TakeRequest,
   sent: number,
   timeoutMs: number,
+  afterResponse: AfterResponse | undefined,
 ): Promise<LeaseDecision> {
   const calls = inFlight(buckets);
-  // A take goes alone when a call is out on its bucket that it cannot (or could not) ride.
-  let alone = calls.isOut(id, timeoutMs);
-  if (alone && calls.canWait(id, timeoutMs)) {
-    const ticket = calls.wait(id, take, sent);
+  // A take goes alone when a call is out on its object that it cannot (or could not) ride.
+  let alone = calls.isOut(shard, timeoutMs);
+  if (alone && calls.canWait(shard, timeoutMs)) {
+    const ticket = calls.wait(shard, take, sent);
     let slept = 0;
     // Waits end when the call out goes stale; on a clock that stands still (tests inject one) the time slept bounds them.
-    while (slept < 2 * timeoutMs && !calls.settled(id, ticket, timeoutMs)) {
-      const delay = Math.min(calls.sleepMs(id, ticket), 2 * timeoutMs - slept);
+    while (slept < 2 * timeoutMs && !calls.settled(shard, ticket, timeoutMs)) {
+      const delay = Math.min(calls.sleepMs(shard, ticket), 2 * timeoutMs - slept);
       await new Promise((resolve) => setTimeout(resolve, delay));
       slept += delay;
     }
@@ -93,26 +95,30 @@ async function decideTake(
     // Carried by a call that failed or went stale (its request may have gone away, its call cancelled), or still
     // out when this wait ended: sent again, without what that call may have applied (see resentTake).
     if (ticket.carriedAt !== undefined) take = resentTake(take);
-    // A call is out on the bucket still (this wait ended on its bound, or the bucket has no room): the take goes alone.
-    alone = calls.isOut(id, timeoutMs);
+    // A call is out on the object still (this wait ended on its bound, or it has no room): the take goes alone.
+    alone = calls.isOut(shard, timeoutMs);
   }
   if (alone) {
     const [answer] = await withTimeout(takeFromStore(env, shard, [take], Math.max(sent, buckets.now())), timeoutMs);
     return answer!;
   }
-  const { call, carried } = calls.send(id, timeoutMs);
-  try {
-    // Decided no earlier than now, nor than any carried take was made: a lease is used until its take's time plus its length.
-    const now = carried.reduce((latest, ticket) => Math.max(latest, ticket.sent), Math.max(sent, buckets.now()));
-    const answers = await withTimeout(takeFromStore(env, shard, [take, ...carried.map((ticket) => ticket.take)], now), timeoutMs);
-    for (const [i, ticket] of carried.entries()) ticket.outcome = { answer: answers[i + 1]! };
-    return answers[0]!;
-  } catch (error) {
-    for (const ticket of carried) ticket.outcome = { error: error as Error };
-    throw error;
-  } finally {
-    calls.end(id, call, carried);
-  }
+  const { call, carried } = calls.send(shard, timeoutMs);
+  const carry = (async () => {
+    try {
+      // Decided no earlier than now, nor than any carried take was made: a lease is used until its take's time plus its length.
+      const now = carried.reduce((latest, ticket) => Math.max(latest, ticket.sent), Math.max(sent, buckets.now()));
+      const answers = await withTimeout(takeFromStore(env, shard, [take, ...carried.map((ticket) => ticket.take)], now), timeoutMs);
+      for (const [i, ticket] of carried.entries()) ticket.outcome = { answer: answers[i + 1]! };
+      return answers[0]!;
+    } catch (error) {
+      for (const ticket of carried) ticket.outcome = { error: error as Error };
+      throw error;
+    } finally {
+      calls.end(shard, call, carried);
+    }
+  })();
+  if (carried.length > 0) afterResponse?.waitUntil(carry.catch(() => undefined));
+  return carry;
 }
 
 /**
@@ -164,7 +170,7 @@ export function durableObjectCounter(env: Env, ingress: string, buckets: Isolate
       }
       let answer: LeaseDecision;
       try {
-        answer = await decideTake(env, buckets, shardName(name, id), id, takeOf(id, limit, leases, consulted, true), consulted.sent, timeoutMs);
+        answer = await decideTake(env, buckets, shardName(name, id), takeOf(id, limit, leases, consulted, true), consulted.sent, timeoutMs, afterResponse);
       } catch (error) {
         const timedOut = error instanceof CounterTimeout;
         console.error(`rate-limit: counting failed, request proceeds: ${(error as Error).message}`);

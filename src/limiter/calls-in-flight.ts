@@ -1,19 +1,20 @@
 /**
- * Which buckets this isolate has a call out on, and the takes of requests waiting to ride the next one. A
- * request whose bucket already has a call out does not send its own: it leaves its take here, and the request
- * that sends the bucket's next call carries every take waiting (up to `maxCarried`) in that one call, in the
- * order they came, and writes each answer into its ticket. A burst of one client's requests (a page firing
- * fifteen calls at once, a flood) then costs its bucket's object two calls instead of fifteen; the object decides
- * a call's takes one after another, exactly as it would decide them sent one by one.
+ * Which store objects this isolate has a call out on, and the takes of requests waiting to ride the next one. A
+ * request whose object already has a call out does not send its own: it leaves its take here, and the request
+ * that sends the object's next call carries every take waiting (up to `maxCarried`), whichever of the object's
+ * buckets they are for, in the order they came, and writes each answer into its ticket. A burst of one client's
+ * requests (a page firing fifteen calls at once), or the first requests of many clients whose buckets share an
+ * object, then cost that object a few calls instead of one each; the object decides a call's takes one after
+ * another, exactly as it would decide them sent one by one.
  *
  * Only plain data passes between requests here, never a promise: the Workers runtime ties the continuations of
  * a promise to the request whose I/O settled it, and a request woken by another's answer failed its own I/O
  * (docs/rate-limits.md). So a waiting request looks at its ticket on its own timer (`sleepMs`).
  *
- * A request can go away mid-call (a client gone cancels its code) and never write its riders' answers. Its call
- * stops counting as out after `staleAfterMs`, and every take it carried or left waiting is then sent by its own
- * request: a take may so be counted twice (fewer admitted, never more), but no request goes uncounted because
- * another's client left. The clock is passed in.
+ * A request can go away mid-call and never write its riders' answers. Its call stops counting as out after
+ * `staleAfterMs`, and every take it carried or left waiting is then sent by its own request: a take may so be
+ * counted twice (fewer admitted, never more), but no request goes uncounted because another's client left. The
+ * clock is passed in.
  */
 
 import { freeBudget } from "../bounded-map.ts";
@@ -37,8 +38,8 @@ export interface Ticket<T, A> {
   lateLooks: number;
 }
 
-interface Bucket<T, A> {
-  /** When the call out on the bucket was sent; undefined when none is out (takes may still wait for the next). */
+interface Key<T, A> {
+  /** When the call out on the key was sent; undefined when none is out (takes may still wait for the next). */
   callSince: number | undefined;
   /** Which call that is, so that a call gone stale cannot end its successor. */
   call: number;
@@ -47,11 +48,11 @@ interface Bucket<T, A> {
 
 /** Most takes one call to a store object may carry (the object refuses more; the gateway's calls stay within it). */
 export const MAX_TAKES_PER_CALL = 256;
-/** Buckets with a call out or takes waiting, per isolate: beyond it the oldest are forgotten (their waiters move to the next). */
-export const MAX_BUCKETS_IN_FLIGHT = 4096;
-/** Takes that may wait on one bucket: a request beyond them sends its take alone, as if no call were out. */
-export const MAX_WAITING_PER_BUCKET = 1024;
-/** Takes that may wait in one isolate, all buckets together: beyond them a request sends its take alone. */
+/** Keys (store objects) with a call out or takes waiting, per isolate: beyond it the oldest are forgotten (their waiters move to the next). */
+export const MAX_KEYS_IN_FLIGHT = 4096;
+/** Takes that may wait on one key: a request beyond them sends its take alone, as if no call were out. */
+export const MAX_WAITING_PER_KEY = 1024;
+/** Takes that may wait in one isolate, all keys together: beyond them a request sends its take alone. */
 export const MAX_WAITING_PER_ISOLATE = 16_384;
 /** Longest sleep between looks once a call is overdue: a waiting request's looks are most of what it costs. */
 const MAX_LOOK_INTERVAL_MS = 64;
@@ -62,7 +63,7 @@ function gone(ticket: Ticket<unknown, unknown>, now: number, staleAfterMs: numbe
 }
 
 export class CallsInFlight<T, A> {
-  private readonly buckets = new Map<string, Bucket<T, A>>();
+  private readonly keys = new Map<string, Key<T, A>>();
   private calls = 0;
   private waitingTotal = 0;
   /** When takes of gone requests were last swept out (see `hasRoom`). */
@@ -80,33 +81,33 @@ export class CallsInFlight<T, A> {
     private readonly maxCarried = MAX_TAKES_PER_CALL - 1,
   ) {}
 
-  /** Buckets with a call out or takes waiting right now (stale ones included until looked at). */
+  /** Keys with a call out or takes waiting right now (stale ones included until looked at). */
   get size(): number {
-    return this.buckets.size;
+    return this.keys.size;
   }
 
-  /** Takes waiting right now, all buckets together. */
+  /** Takes waiting right now, all keys together. */
   get waiting(): number {
     return this.waitingTotal;
   }
 
   /** Whether `id` has a call out from this isolate (one that has not gone stale). */
   isOut(id: string, staleAfterMs: number): boolean {
-    const bucket = this.buckets.get(id);
-    return bucket !== undefined && this.callOut(bucket, staleAfterMs);
+    const key = this.keys.get(id);
+    return key !== undefined && this.callOut(key, staleAfterMs);
   }
 
   /** Whether a new take on `id` can wait for the call out on it (else its request sends it alone, or sends the call). */
   canWait(id: string, staleAfterMs: number): boolean {
-    const bucket = this.buckets.get(id);
-    return bucket !== undefined && this.callOut(bucket, staleAfterMs) && this.hasRoom(bucket, staleAfterMs);
+    const key = this.keys.get(id);
+    return key !== undefined && this.callOut(key, staleAfterMs) && this.hasRoom(key, staleAfterMs);
   }
 
-  /** Leaves `take` to be carried by the bucket's next call (`canWait` must have said yes); the caller then polls `settled`. */
+  /** Leaves `take` to be carried by the key's next call (`canWait` must have said yes); the caller then polls `settled`. */
   wait(id: string, take: T, sent: number): Ticket<T, A> {
     const ticket: Ticket<T, A> = { take, sent, seen: this.now(), lateLooks: 0 };
-    const bucket = this.buckets.get(id);
-    if (bucket) this.enqueue(bucket, ticket);
+    const key = this.keys.get(id);
+    if (key) this.enqueue(key, ticket);
     return ticket;
   }
 
@@ -119,18 +120,18 @@ export class CallsInFlight<T, A> {
     if (ticket.outcome) return true;
     if (ticket.carriedAt !== undefined) return this.now() - ticket.carriedAt > staleAfterMs;
     ticket.seen = this.now();
-    const bucket = this.buckets.get(id);
-    if (bucket === undefined || !this.callOut(bucket, staleAfterMs)) {
+    const key = this.keys.get(id);
+    if (key === undefined || !this.callOut(key, staleAfterMs)) {
       this.abandon(ticket);
-      if (bucket?.waiting.length === 0) this.buckets.delete(id);
+      if (key?.waiting.length === 0) this.keys.delete(id);
       return true;
     }
-    // Its bucket was forgotten (too many in flight) and is out again: it waits for that call instead, room allowing
+    // Its key was forgotten (too many in flight) and is out again: it waits for that call instead, room allowing
     // (else its request sends it alone).
-    if (ticket.waitingIn !== bucket.waiting) {
+    if (ticket.waitingIn !== key.waiting) {
       this.abandon(ticket);
-      if (!this.hasRoom(bucket, staleAfterMs)) return true;
-      this.enqueue(bucket, ticket);
+      if (!this.hasRoom(key, staleAfterMs)) return true;
+      this.enqueue(key, ticket);
     }
     return false;
   }
@@ -154,26 +155,26 @@ export class CallsInFlight<T, A> {
    */
   send(id: string, staleAfterMs: number): { call: number; carried: Ticket<T, A>[] } {
     const now = this.now();
-    let bucket = this.buckets.get(id);
-    if (bucket) {
+    let key = this.keys.get(id);
+    if (key) {
       // Most recently used last, so the first entry is the one to forget.
-      this.buckets.delete(id);
+      this.keys.delete(id);
     } else {
       freeBudget(
-        this.buckets,
+        this.keys,
         1,
-        MAX_BUCKETS_IN_FLIGHT,
-        () => this.buckets.size,
+        MAX_KEYS_IN_FLIGHT,
+        () => this.keys.size,
         (key) => this.forget(key),
       );
-      bucket = { callSince: undefined, call: 0, waiting: [] };
+      key = { callSince: undefined, call: 0, waiting: [] };
     }
-    bucket.callSince = now;
-    bucket.call = ++this.calls;
-    this.buckets.set(id, bucket);
+    key.callSince = now;
+    key.call = ++this.calls;
+    this.keys.set(id, key);
     const carried: Ticket<T, A>[] = [];
-    while (carried.length < this.maxCarried && bucket.waiting.length > 0) {
-      const ticket = bucket.waiting.shift()!;
+    while (carried.length < this.maxCarried && key.waiting.length > 0) {
+      const ticket = key.waiting.shift()!;
       this.waitingTotal--;
       ticket.waitingIn = undefined;
       if (gone(ticket, now, staleAfterMs)) continue;
@@ -181,7 +182,7 @@ export class CallsInFlight<T, A> {
       ticket.lateLooks = 0;
       carried.push(ticket);
     }
-    return { call: bucket.call, carried };
+    return { call: key.call, carried };
   }
 
   /**
@@ -190,7 +191,7 @@ export class CallsInFlight<T, A> {
    * doubling with every look that finds it still out (at most MAX_LOOK_INTERVAL_MS).
    */
   sleepMs(id: string, ticket: Ticket<T, A>): number {
-    const since = ticket.carriedAt ?? this.buckets.get(id)?.callSince;
+    const since = ticket.carriedAt ?? this.keys.get(id)?.callSince;
     const due = since === undefined ? 0 : since + this.callMs - this.now();
     if (due >= 1) return Math.ceil(due);
     const interval = Math.max(1, Math.round(this.callMs / 4)) * 2 ** Math.min(ticket.lateLooks++, 6);
@@ -203,37 +204,37 @@ export class CallsInFlight<T, A> {
    */
   end(id: string, call: number, carried: readonly Ticket<T, A>[]): void {
     for (const ticket of carried) ticket.outcome ??= { error: new Error("the call carrying this take ended without its answer") };
-    const bucket = this.buckets.get(id);
-    if (!bucket || bucket.call !== call) return;
-    if (bucket.callSince !== undefined) {
+    const key = this.keys.get(id);
+    if (!key || key.call !== call) return;
+    if (key.callSince !== undefined) {
       // Down fast, up slowly: after a slow spell, riders would otherwise sleep its call length for dozens of fast calls.
-      const took = this.now() - bucket.callSince;
+      const took = this.now() - key.callSince;
       this.callMs += (took - this.callMs) / (took < this.callMs ? 2 : 8);
     }
-    bucket.callSince = undefined;
-    if (bucket.waiting.length === 0) this.buckets.delete(id);
+    key.callSince = undefined;
+    if (key.waiting.length === 0) this.keys.delete(id);
   }
 
-  /** Forgets a bucket: its waiting takes find no list, and move to the bucket's next call or send their own. */
+  /** Forgets a key: its waiting takes find no list, and move to the key's next call or send their own. */
   private forget(id: string): void {
-    const bucket = this.buckets.get(id);
-    if (!bucket) return;
-    for (const ticket of bucket.waiting) ticket.waitingIn = undefined;
-    this.waitingTotal -= bucket.waiting.length;
-    this.buckets.delete(id);
+    const key = this.keys.get(id);
+    if (!key) return;
+    for (const ticket of key.waiting) ticket.waitingIn = undefined;
+    this.waitingTotal -= key.waiting.length;
+    this.keys.delete(id);
   }
 
   /**
-   * Whether `bucket` can take one more waiting take. At the isolate's bound, takes whose requests stopped looking
+   * Whether `key` can take one more waiting take. At the isolate's bound, takes whose requests stopped looking
    * (gone) are swept out first, at most once a time limit, so dead ones cannot keep batching off for good.
    */
-  private hasRoom(bucket: Bucket<T, A>, staleAfterMs: number): boolean {
-    if (bucket.waiting.length >= MAX_WAITING_PER_BUCKET) return false;
+  private hasRoom(key: Key<T, A>, staleAfterMs: number): boolean {
+    if (key.waiting.length >= MAX_WAITING_PER_KEY) return false;
     if (this.waitingTotal < MAX_WAITING_PER_ISOLATE) return true;
     const now = this.now();
     if (now - this.sweptAt < staleAfterMs) return false;
     this.sweptAt = now;
-    for (const [id, other] of this.buckets) {
+    for (const [id, other] of this.keys) {
       let kept = 0;
       for (const ticket of other.waiting) {
         if (gone(ticket, now, staleAfterMs)) ticket.waitingIn = undefined;
@@ -241,21 +242,21 @@ export class CallsInFlight<T, A> {
       }
       this.waitingTotal -= other.waiting.length - kept;
       other.waiting.length = kept;
-      if (other.waiting.length === 0 && other.callSince === undefined) this.buckets.delete(id);
+      if (other.waiting.length === 0 && other.callSince === undefined) this.keys.delete(id);
     }
     return this.waitingTotal < MAX_WAITING_PER_ISOLATE;
   }
 
-  private enqueue(bucket: Bucket<T, A>, ticket: Ticket<T, A>): void {
-    bucket.waiting.push(ticket);
-    ticket.waitingIn = bucket.waiting;
+  private enqueue(key: Key<T, A>, ticket: Ticket<T, A>): void {
+    key.waiting.push(ticket);
+    ticket.waitingIn = key.waiting;
     this.waitingTotal++;
   }
 
-  private callOut(bucket: Bucket<T, A>, staleAfterMs: number): boolean {
-    if (bucket.callSince === undefined) return false;
-    if (this.now() - bucket.callSince <= staleAfterMs) return true;
-    bucket.callSince = undefined;
+  private callOut(key: Key<T, A>, staleAfterMs: number): boolean {
+    if (key.callSince === undefined) return false;
+    if (this.now() - key.callSince <= staleAfterMs) return true;
+    key.callSince = undefined;
     return false;
   }
 }

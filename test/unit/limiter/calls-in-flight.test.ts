@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CallsInFlight, MAX_BUCKETS_IN_FLIGHT, MAX_WAITING_PER_BUCKET, MAX_WAITING_PER_ISOLATE } from "../../../src/limiter/calls-in-flight.ts";
+import { CallsInFlight, MAX_KEYS_IN_FLIGHT, MAX_WAITING_PER_KEY, MAX_WAITING_PER_ISOLATE } from "../../../src/limiter/calls-in-flight.ts";
 
 const STALE_MS = 1000;
 
@@ -138,7 +138,7 @@ describe("CallsInFlight", () => {
   it("hostile: a client that makes the carrier of 255 takes and then disconnects fails none of them", () => {
     const { clock, calls } = setup();
     const first = calls.send("b", STALE_MS);
-    const riders = Array.from({ length: MAX_WAITING_PER_BUCKET }, (_, i) => calls.wait("b", `t${i}`, 0));
+    const riders = Array.from({ length: MAX_WAITING_PER_KEY }, (_, i) => calls.wait("b", `t${i}`, 0));
     // The next request cannot wait; the gateway sends its take alone (limiter-client.ts), leaving the bucket's call as it is.
     expect(calls.canWait("b", STALE_MS)).toBe(false);
     expect(calls.isOut("b", STALE_MS)).toBe(true);
@@ -220,11 +220,11 @@ describe("CallsInFlight", () => {
     expect(calls.waiting).toBe(0);
   });
 
-  it("the takes waiting on a forgotten bucket move to its next call instead of each sending its own", () => {
+  it("the takes waiting on a forgotten key move to its next call instead of each sending its own", () => {
     const { calls } = setup();
     calls.send("b", STALE_MS);
     const waiting = Array.from({ length: 5 }, (_, i) => calls.wait("b", `w${i}`, 0));
-    for (let i = 0; i < MAX_BUCKETS_IN_FLIGHT; i++) calls.send(`k${i}`, STALE_MS); // "b" is forgotten
+    for (let i = 0; i < MAX_KEYS_IN_FLIGHT; i++) calls.send(`k${i}`, STALE_MS); // "b" is forgotten
     expect(calls.waiting).toBe(0);
     expect(calls.settled("b", waiting[0]!, STALE_MS)).toBe(true); // no call out on "b": w0 sends it
     calls.send("b", STALE_MS);
@@ -244,10 +244,10 @@ describe("CallsInFlight", () => {
     expect(gone.carriedAt).toBeUndefined();
   });
 
-  it(`holds at most ${MAX_WAITING_PER_BUCKET} waiting takes a bucket and ${MAX_BUCKETS_IN_FLIGHT} buckets (hostile: a burst of 100,000 keys)`, () => {
+  it(`holds at most ${MAX_WAITING_PER_KEY} waiting takes a key and ${MAX_KEYS_IN_FLIGHT} keys (hostile: a burst of 100,000 keys)`, () => {
     const { calls } = setup();
     calls.send("hot", STALE_MS);
-    for (let i = 0; i < MAX_WAITING_PER_BUCKET; i++) calls.wait("hot", `t${i}`, 0);
+    for (let i = 0; i < MAX_WAITING_PER_KEY; i++) calls.wait("hot", `t${i}`, 0);
     expect(calls.canWait("hot", STALE_MS)).toBe(false);
     const first = calls.wait("k0", "x", 0);
     calls.send("k0", STALE_MS);
@@ -256,7 +256,7 @@ describe("CallsInFlight", () => {
       calls.send(`k${i}`, STALE_MS);
       most = Math.max(most, calls.size);
     }
-    expect(most).toBeLessThanOrEqual(MAX_BUCKETS_IN_FLIGHT);
+    expect(most).toBeLessThanOrEqual(MAX_KEYS_IN_FLIGHT);
     // A forgotten bucket's waiting take is not stranded: its request sends its own.
     expect(calls.settled("k0", first, STALE_MS)).toBe(true);
   });
