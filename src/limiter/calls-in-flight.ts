@@ -173,16 +173,17 @@ export class CallsInFlight<T, A> {
     key.call = ++this.calls;
     this.keys.set(id, key);
     const carried: Ticket<T, A>[] = [];
-    while (carried.length < this.maxCarried && key.waiting.length > 0) {
-      const ticket = key.waiting.shift()!;
-      this.waitingTotal--;
-      ticket.waitingIn = undefined;
-      if (gone(ticket, now, staleAfterMs)) continue;
-      ticket.carriedAt = now;
-      ticket.lateLooks = 0;
-      carried.push(ticket);
-    }
+    this.board(key, now, staleAfterMs, carried);
     return { call: key.call, carried };
+  }
+
+  /**
+   * Call `call` on `id`, sent but not yet on its way (its request let the isolate's other ready work run first), also
+   * carries the takes that came meanwhile, up to the bound: they join `carried`. Nothing when the call went stale.
+   */
+  collect(id: string, call: number, staleAfterMs: number, carried: Ticket<T, A>[]): void {
+    const key = this.keys.get(id);
+    if (key?.call === call && this.callOut(key, staleAfterMs)) this.board(key, this.now(), staleAfterMs, carried);
   }
 
   /**
@@ -245,6 +246,19 @@ export class CallsInFlight<T, A> {
       if (other.waiting.length === 0 && other.callSince === undefined) this.keys.delete(id);
     }
     return this.waitingTotal < MAX_WAITING_PER_ISOLATE;
+  }
+
+  /** Moves `key`'s waiting takes into `carried`, oldest first, up to the bound; those of gone requests are dropped. */
+  private board(key: Key<T, A>, now: number, staleAfterMs: number, carried: Ticket<T, A>[]): void {
+    while (carried.length < this.maxCarried && key.waiting.length > 0) {
+      const ticket = key.waiting.shift()!;
+      this.waitingTotal--;
+      ticket.waitingIn = undefined;
+      if (gone(ticket, now, staleAfterMs)) continue;
+      ticket.carriedAt = now;
+      ticket.lateLooks = 0;
+      carried.push(ticket);
+    }
   }
 
   private enqueue(key: Key<T, A>, ticket: Ticket<T, A>): void {

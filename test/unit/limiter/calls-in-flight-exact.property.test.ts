@@ -25,6 +25,7 @@ type Step =
   | { readonly kind: "request"; readonly isolate: number; readonly bucket: number; readonly burst: number }
   | { readonly kind: "tick"; readonly gap: number }
   | { readonly kind: "decide"; readonly pick: number }
+  | { readonly kind: "collect"; readonly pick: number }
   | { readonly kind: "answer"; readonly pick: number; readonly vanish: boolean; readonly fail: boolean }
   | { readonly kind: "poll"; readonly pick: number }
   | { readonly kind: "switch"; readonly isolate: number; readonly rules: number }
@@ -47,6 +48,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
     }),
   },
   { weight: 6, arbitrary: fc.record({ kind: fc.constant("decide" as const), pick: fc.nat() }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant("collect" as const), pick: fc.nat() }) },
   {
     weight: 6,
     arbitrary: fc.record({ kind: fc.constant("answer" as const), pick: fc.nat(), vanish: fc.nat(8).map((n) => n === 0), fail: fc.nat(8).map((n) => n === 0) }),
@@ -68,7 +70,7 @@ interface Call {
   readonly sender: Waiter;
   readonly call: number;
   readonly carried: Ticket<TakeRequest, LeaseDecision>[];
-  readonly callNow: number;
+  callNow: number;
   answers?: LeaseDecision[];
   decidedAt?: number;
 }
@@ -155,7 +157,15 @@ function simulate(steps: readonly Step[], rules: readonly Rules[]) {
     else if (s.kind === "forget") memories[s.isolate]!.consult(`other-${s.other}`, false, { need: 1, leases: false });
     else if (s.kind === "request") for (let i = 0; i < s.burst; i++) request(s.isolate, IDS[s.bucket]!);
     else if (s.kind === "poll" && waiting.length > 0) poll(s.pick % waiting.length);
-    else if (s.kind === "decide") {
+    else if (s.kind === "collect") {
+      // The sender lets other work run before its call goes out, and takes the takes that came meanwhile along.
+      const undecided = wire.filter((c) => !c.answers);
+      const c = undecided[s.pick % Math.max(1, undecided.length)];
+      if (c) {
+        inFlight[c.sender.isolate]!.collect(OBJECT, c.call, STALE_MS, c.carried);
+        c.callNow = c.carried.reduce((latest, t) => Math.max(latest, t.sent), Math.max(c.callNow, now));
+      }
+    } else if (s.kind === "decide") {
       const undecided = wire.filter((c) => !c.answers);
       if (undecided.length > 0) decide(undecided[s.pick % undecided.length]!);
     } else if (s.kind === "answer" && wire.length > 0) answer(s.pick % wire.length, s.vanish, s.fail);

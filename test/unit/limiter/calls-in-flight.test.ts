@@ -48,6 +48,26 @@ describe("CallsInFlight", () => {
     expect(calls.size).toBe(0);
   });
 
+  it("a call sent but not yet on its way also carries the takes that came meanwhile, up to its bound; a stale one takes none", () => {
+    const { clock, calls } = setup(3);
+    const call = calls.send("b", STALE_MS);
+    expect(call.carried).toEqual([]);
+    const tickets = ["t1", "t2", "t3", "t4"].map((take) => calls.wait("b", take, clock.now));
+    calls.collect("b", call.call, STALE_MS, call.carried);
+    expect(call.carried.map((ticket) => ticket.take)).toEqual(["t1", "t2", "t3"]);
+    expect(tickets[0]!.carriedAt).toBe(clock.now);
+    expect(calls.waiting).toBe(1);
+    calls.end("b", call.call, call.carried);
+    // t4's request sends the next; its call goes stale before it is on its way, and takes no one along.
+    expect(calls.settled("b", tickets[3]!, STALE_MS)).toBe(true);
+    const next = calls.send("b", STALE_MS);
+    const late = calls.wait("b", "late", clock.now);
+    clock.now += STALE_MS + 1;
+    calls.collect("b", next.call, STALE_MS, next.carried);
+    expect(next.carried).toEqual([]);
+    expect(late.carriedAt).toBeUndefined();
+  });
+
   it("a call that ends without an answer for a carried take gives it an error, never leaves it waiting", () => {
     const { calls } = setup();
     const first = calls.send("b", STALE_MS);
