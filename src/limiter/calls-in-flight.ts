@@ -54,6 +54,11 @@ export const MAX_KEYS_IN_FLIGHT = 4096;
 export const MAX_WAITING_PER_KEY = 1024;
 /** Takes that may wait in one isolate, all keys together: beyond them a request sends its take alone. */
 export const MAX_WAITING_PER_ISOLATE = 16_384;
+/**
+ * A waiting request's first look comes this many average call lengths after its call went out: a look that finds
+ * the call still out costs a timer for nothing, and calls vary (docs/rate-limits.md has the figures).
+ */
+const FIRST_LOOK_CALLS = 1.5;
 /** Longest sleep between looks once a call is overdue: a waiting request's looks are most of what it costs. */
 const MAX_LOOK_INTERVAL_MS = 64;
 
@@ -188,12 +193,12 @@ export class CallsInFlight<T, A> {
 
   /**
    * How long a request waiting on `ticket` should sleep before it looks again: until the call it waits for (the
-   * one carrying it, or the one out now) is due by how long calls have lately taken; then a quarter of that,
-   * doubling with every look that finds it still out (at most MAX_LOOK_INTERVAL_MS).
+   * one carrying it, or the one out now) is due by how long calls have lately taken (FIRST_LOOK_CALLS of them);
+   * then a quarter of one, doubling with every look that finds it still out (at most MAX_LOOK_INTERVAL_MS).
    */
   sleepMs(id: string, ticket: Ticket<T, A>): number {
     const since = ticket.carriedAt ?? this.keys.get(id)?.callSince;
-    const due = since === undefined ? 0 : since + this.callMs - this.now();
+    const due = since === undefined ? 0 : since + FIRST_LOOK_CALLS * this.callMs - this.now();
     if (due >= 1) return Math.ceil(due);
     const interval = Math.max(1, Math.round(this.callMs / 4)) * 2 ** Math.min(ticket.lateLooks++, 6);
     return Math.min(MAX_LOOK_INTERVAL_MS, interval);
