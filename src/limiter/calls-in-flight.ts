@@ -184,11 +184,17 @@ export class CallsInFlight<T, A> {
 
   /**
    * Call `call` on `id`, sent but not yet on its way (its request let the isolate's other ready work run first), also
-   * carries the takes that came meanwhile, up to the bound: they join `carried`. Nothing when the call went stale.
+   * carries the takes that came meanwhile, up to the bound: they join `carried`. The call and every take it carries
+   * count as sent now, as its time limit starts now: a turn that ran long must not make its riders send their takes
+   * again while it may still answer. Nothing when the call went stale.
    */
   collect(id: string, call: number, staleAfterMs: number, carried: Ticket<T, A>[]): void {
     const key = this.keys.get(id);
-    if (key?.call === call && this.callOut(key, staleAfterMs)) this.board(key, this.now(), staleAfterMs, carried);
+    if (key?.call !== call || !this.callOut(key, staleAfterMs)) return;
+    const now = this.now();
+    key.callSince = now;
+    for (const ticket of carried) ticket.carriedAt = now;
+    this.board(key, now, staleAfterMs, carried);
   }
 
   /**

@@ -68,6 +68,24 @@ describe("CallsInFlight", () => {
     expect(late.carriedAt).toBeUndefined();
   });
 
+  it("a call's time limit starts when it is on its way: a long turn before it does not make its riders send again", () => {
+    const { clock, calls } = setup();
+    const first = calls.send("b", STALE_MS);
+    const rider = calls.wait("b", "rider", clock.now);
+    calls.end("b", first.call, first.carried);
+    const second = calls.send("b", STALE_MS); // carries the rider from the start
+    expect(second.carried).toEqual([rider]);
+    // The isolate was busy: the turn before the call goes out took 900 ms. Its time limit starts now.
+    clock.now += 900;
+    calls.collect("b", second.call, STALE_MS, second.carried);
+    clock.now += 200;
+    expect(calls.isOut("b", STALE_MS)).toBe(true);
+    expect(calls.settled("b", rider, STALE_MS)).toBe(false);
+    clock.now += STALE_MS;
+    expect(calls.settled("b", rider, STALE_MS)).toBe(true);
+    expect(rider.outcome).toBeUndefined();
+  });
+
   it("a call that ends without an answer for a carried take gives it an error, never leaves it waiting", () => {
     const { calls } = setup();
     const first = calls.send("b", STALE_MS);
