@@ -54,8 +54,11 @@ describe("a flood spread over 10,000 keys", () => {
     expect(admitted.size).toBe(KEYS);
     expect([...admitted.values()].every((count) => count === CAPACITY)).toBe(true);
     expect(names.size).toBeLessThanOrEqual(SHARDS_PER_ACTION);
-    // Every admission was decided by the store: the isolate alone never admits a request of a quiet key.
-    expect(buckets.stats.objectCalls).toBeGreaterThanOrEqual(KEYS * CAPACITY);
+    // Every admission was decided by the store (in its own call or carried by another's): the isolate alone never
+    // admits a request of a quiet key. Takes of different keys on one object ride one call, so calls are far fewer.
+    const { objectCalls, takesCarried } = buckets.stats;
+    expect(objectCalls + takesCarried).toBeGreaterThanOrEqual(KEYS * CAPACITY);
+    expect(objectCalls).toBeLessThan(KEYS);
 
     // The counts live in the store, not in this isolate's memory: a fresh isolate is limited too (every 10th key,
     // 1,000 keys over every shard: the other 9,000 calls would show the same thing and cost a third of the file).
