@@ -14,7 +14,8 @@
  *
  * Imports are read with TypeScript's own scanner (ts.preProcessFile), so comments and strings never count.
  * Usage: node scripts/check-layers.mjs [--src <dir>]  (exit 1 and a list of findings when the shape is broken;
- * --src checks another tree, as test/unit/scripts/check-layers.test.ts does, and skips the stale-exception checks)
+ * --src checks another tree and skips the stale-exception checks; `checkLayers` does the same in-process, as
+ * test/unit/scripts/check-layers.test.ts calls it)
  */
 
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
@@ -23,9 +24,6 @@ import { fileURLToPath } from "node:url";
 import ts from "typescript";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const srcArgument = process.argv.indexOf("--src");
-const ownTree = srcArgument < 0;
-const src = ownTree ? join(root, "src") : resolve(process.argv[srcArgument + 1]);
 
 const LAYERS = ["gateway", "management", "tunnels", "relay", "agent"];
 /** Layers every layer may import: the relay core, which the edge (tunnels) and the agent both drive. */
@@ -72,138 +70,150 @@ function resolveImport(fromFile, specifier) {
   return undefined;
 }
 
-const name = (file) => relative(src, file).split("\\").join("/");
-const layerOf = (file) => LAYERS.find((layer) => name(file).startsWith(`${layer}/`));
+/**
+ * The findings on the tree at `src` (empty when its shape is whole) and the one-line summary printed when there
+ * are none. `ownTree`: it is this repository's src/, so exceptions no import uses any more are findings too.
+ */
+export function checkLayers(src, { ownTree = false } = {}) {
+  const name = (file) => relative(src, file).split("\\").join("/");
+  const layerOf = (file) => LAYERS.find((layer) => name(file).startsWith(`${layer}/`));
 
-/** name → names it imports (each once). */
-const graph = new Map();
-/** name → the packages and runtime modules it imports. */
-const packagesOf = new Map();
-for (const file of sourceFiles(src)) {
-  const { importedFiles } = ts.preProcessFile(readFileSync(file, "utf8"), true, true);
-  const targets = new Set();
-  const packages = new Set();
-  for (const { fileName } of importedFiles) {
-    const target = resolveImport(file, fileName);
-    if (target?.startsWith(src)) targets.add(name(target));
-    else if (!fileName.startsWith(".")) packages.add(fileName);
+  /** name → names it imports (each once). */
+  const graph = new Map();
+  /** name → the packages and runtime modules it imports. */
+  const packagesOf = new Map();
+  for (const file of sourceFiles(src)) {
+    const { importedFiles } = ts.preProcessFile(readFileSync(file, "utf8"), true, true);
+    const targets = new Set();
+    const packages = new Set();
+    for (const { fileName } of importedFiles) {
+      const target = resolveImport(file, fileName);
+      if (target?.startsWith(src)) targets.add(name(target));
+      else if (!fileName.startsWith(".")) packages.add(fileName);
+    }
+    graph.set(name(file), [...targets]);
+    packagesOf.set(name(file), [...packages]);
   }
-  graph.set(name(file), [...targets]);
-  packagesOf.set(name(file), [...packages]);
-}
 
-const findings = [];
+  const findings = [];
 
-// Confined layers import only what they are allowed.
-for (const [from, targets] of graph) {
-  const rule = CONFINED.get(layerOf(join(src, from)));
-  if (!rule) continue;
-  const allowed = rule.modules.join(", ");
-  for (const to of targets) {
-    if (!rule.modules.some((module) => (module.endsWith("/") ? to.startsWith(module) : to === module)))
-      findings.push(`confined: src/${from} imports src/${to}; ${rule.why}, so it may import only ${allowed}`);
-  }
-  for (const specifier of rule.packages ? packagesOf.get(from) : []) {
-    if (!rule.packages.includes(specifier))
-      findings.push(`confined: src/${from} imports '${specifier}'; ${rule.why}, so of packages it may import only ${rule.packages.join(", ")}`);
-  }
-}
-
-// Layers meet only in worker.ts.
-const usedLayerExceptions = new Set();
-for (const [from, targets] of graph) {
-  const fromLayer = layerOf(join(src, from));
-  if (!fromLayer) continue;
-  for (const to of targets) {
-    const toLayer = layerOf(join(src, to));
-    if (!toLayer || toLayer === fromLayer || SHARED_LAYERS.has(toLayer)) continue;
-    const edge = `${from} -> ${to}`;
-    if (LAYER_EXCEPTIONS.has(edge)) usedLayerExceptions.add(edge);
-    else findings.push(`layer: src/${from} imports src/${to} (${fromLayer} → ${toLayer}); wire the two in src/worker.ts instead`);
-  }
-}
-for (const edge of ownTree ? LAYER_EXCEPTIONS.keys() : []) {
-  if (!usedLayerExceptions.has(edge)) findings.push(`stale exception: no import '${edge}' any more; remove it from LAYER_EXCEPTIONS`);
-}
-
-// No cycles: strongly connected components of the import graph (Tarjan), excepted edges left out.
-const usedCycleExceptions = new Set();
-const edgesOf = (from) =>
-  (graph.get(from) ?? []).filter((to) => {
-    const edge = `${from} -> ${to}`;
-    if (!CYCLE_EXCEPTIONS.has(edge)) return true;
-    usedCycleExceptions.add(edge);
-    return false;
-  });
-
-let counter = 0;
-const index = new Map();
-const lowLink = new Map();
-const stack = [];
-const onStack = new Set();
-const components = [];
-function connect(node) {
-  index.set(node, counter);
-  lowLink.set(node, counter);
-  counter++;
-  stack.push(node);
-  onStack.add(node);
-  for (const next of edgesOf(node)) {
-    if (!index.has(next)) {
-      connect(next);
-      lowLink.set(node, Math.min(lowLink.get(node), lowLink.get(next)));
-    } else if (onStack.has(next)) {
-      lowLink.set(node, Math.min(lowLink.get(node), index.get(next)));
+  // Confined layers import only what they are allowed.
+  for (const [from, targets] of graph) {
+    const rule = CONFINED.get(layerOf(join(src, from)));
+    if (!rule) continue;
+    const allowed = rule.modules.join(", ");
+    for (const to of targets) {
+      if (!rule.modules.some((module) => (module.endsWith("/") ? to.startsWith(module) : to === module)))
+        findings.push(`confined: src/${from} imports src/${to}; ${rule.why}, so it may import only ${allowed}`);
+    }
+    for (const specifier of rule.packages ? packagesOf.get(from) : []) {
+      if (!rule.packages.includes(specifier))
+        findings.push(`confined: src/${from} imports '${specifier}'; ${rule.why}, so of packages it may import only ${rule.packages.join(", ")}`);
     }
   }
-  if (lowLink.get(node) === index.get(node)) {
-    const component = [];
-    let member;
-    do {
-      member = stack.pop();
-      onStack.delete(member);
-      component.push(member);
-    } while (member !== node);
-    const selfImport = component.length === 1 && edgesOf(node).includes(node);
-    if (component.length > 1 || selfImport) components.push(component.sort());
-  }
-}
-for (const node of [...graph.keys()].sort()) if (!index.has(node)) connect(node);
 
-/** One concrete loop inside a component, for the message: a path from its first module back to it. */
-function loopIn(component) {
-  const members = new Set(component);
-  const start = component[0];
-  const previous = new Map([[start, undefined]]);
-  const queue = [start];
-  while (queue.length > 0) {
-    const node = queue.shift();
+  // Layers meet only in worker.ts.
+  const usedLayerExceptions = new Set();
+  for (const [from, targets] of graph) {
+    const fromLayer = layerOf(join(src, from));
+    if (!fromLayer) continue;
+    for (const to of targets) {
+      const toLayer = layerOf(join(src, to));
+      if (!toLayer || toLayer === fromLayer || SHARED_LAYERS.has(toLayer)) continue;
+      const edge = `${from} -> ${to}`;
+      if (LAYER_EXCEPTIONS.has(edge)) usedLayerExceptions.add(edge);
+      else findings.push(`layer: src/${from} imports src/${to} (${fromLayer} → ${toLayer}); wire the two in src/worker.ts instead`);
+    }
+  }
+  for (const edge of ownTree ? LAYER_EXCEPTIONS.keys() : []) {
+    if (!usedLayerExceptions.has(edge)) findings.push(`stale exception: no import '${edge}' any more; remove it from LAYER_EXCEPTIONS`);
+  }
+
+  // No cycles: strongly connected components of the import graph (Tarjan), excepted edges left out.
+  const usedCycleExceptions = new Set();
+  const edgesOf = (from) =>
+    (graph.get(from) ?? []).filter((to) => {
+      const edge = `${from} -> ${to}`;
+      if (!CYCLE_EXCEPTIONS.has(edge)) return true;
+      usedCycleExceptions.add(edge);
+      return false;
+    });
+
+  let counter = 0;
+  const index = new Map();
+  const lowLink = new Map();
+  const stack = [];
+  const onStack = new Set();
+  const components = [];
+  function connect(node) {
+    index.set(node, counter);
+    lowLink.set(node, counter);
+    counter++;
+    stack.push(node);
+    onStack.add(node);
     for (const next of edgesOf(node)) {
-      if (!members.has(next)) continue;
-      if (next === start) {
-        const path = [node];
-        for (let at = previous.get(node); at !== undefined; at = previous.get(at)) path.unshift(at);
-        return [...path, start];
-      }
-      if (!previous.has(next)) {
-        previous.set(next, node);
-        queue.push(next);
+      if (!index.has(next)) {
+        connect(next);
+        lowLink.set(node, Math.min(lowLink.get(node), lowLink.get(next)));
+      } else if (onStack.has(next)) {
+        lowLink.set(node, Math.min(lowLink.get(node), index.get(next)));
       }
     }
+    if (lowLink.get(node) === index.get(node)) {
+      const component = [];
+      let member;
+      do {
+        member = stack.pop();
+        onStack.delete(member);
+        component.push(member);
+      } while (member !== node);
+      const selfImport = component.length === 1 && edgesOf(node).includes(node);
+      if (component.length > 1 || selfImport) components.push(component.sort());
+    }
   }
-  return [start, start];
-}
-for (const component of components) {
-  findings.push(`cycle among ${component.length} modules (${component.map((m) => `src/${m}`).join(", ")}), e.g. ${loopIn(component).join(" → ")}`);
-}
-for (const edge of ownTree ? CYCLE_EXCEPTIONS.keys() : []) {
-  if (!usedCycleExceptions.has(edge)) findings.push(`stale exception: no import '${edge}' any more; remove it from CYCLE_EXCEPTIONS`);
+  for (const node of [...graph.keys()].sort()) if (!index.has(node)) connect(node);
+
+  /** One concrete loop inside a component, for the message: a path from its first module back to it. */
+  function loopIn(component) {
+    const members = new Set(component);
+    const start = component[0];
+    const previous = new Map([[start, undefined]]);
+    const queue = [start];
+    while (queue.length > 0) {
+      const node = queue.shift();
+      for (const next of edgesOf(node)) {
+        if (!members.has(next)) continue;
+        if (next === start) {
+          const path = [node];
+          for (let at = previous.get(node); at !== undefined; at = previous.get(at)) path.unshift(at);
+          return [...path, start];
+        }
+        if (!previous.has(next)) {
+          previous.set(next, node);
+          queue.push(next);
+        }
+      }
+    }
+    return [start, start];
+  }
+  for (const component of components) {
+    findings.push(`cycle among ${component.length} modules (${component.map((m) => `src/${m}`).join(", ")}), e.g. ${loopIn(component).join(" → ")}`);
+  }
+  for (const edge of ownTree ? CYCLE_EXCEPTIONS.keys() : []) {
+    if (!usedCycleExceptions.has(edge)) findings.push(`stale exception: no import '${edge}' any more; remove it from CYCLE_EXCEPTIONS`);
+  }
+  const summary = `check:layers: ${graph.size} modules; layers meet only in worker.ts (${LAYER_EXCEPTIONS.size} known exceptions), no import cycles (${CYCLE_EXCEPTIONS.size} edges excepted).`;
+  return { findings, summary };
 }
 
-if (findings.length > 0) {
-  console.error(`check:layers: ${findings.length} finding(s) in src/:\n${findings.map((finding) => `  - ${finding}`).join("\n")}`);
-  process.exit(1);
+// Run as a script (`npm run check:layers`, or with --src <dir>): exit 1 and the list of findings when the shape is broken.
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const srcArgument = process.argv.indexOf("--src");
+  const ownTree = srcArgument < 0;
+  const { findings, summary } = checkLayers(ownTree ? join(root, "src") : resolve(process.argv[srcArgument + 1]), { ownTree });
+  if (findings.length > 0) {
+    console.error(`check:layers: ${findings.length} finding(s) in src/:\n${findings.map((finding) => `  - ${finding}`).join("\n")}`);
+    process.exit(1);
+  }
+  console.log(summary);
 }
-console.log(
-  `check:layers: ${graph.size} modules; layers meet only in worker.ts (${LAYER_EXCEPTIONS.size} known exceptions), no import cycles (${CYCLE_EXCEPTIONS.size} edges excepted).`,
-);

@@ -3,20 +3,35 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { checkLayers } from "../../../scripts/check-layers.mjs";
 
 const script = join(import.meta.dirname, "../../../scripts/check-layers.mjs");
 const trees: string[] = [];
 
-/** A src/ tree of `files` (path → source) in a fresh directory, checked by the script: its exit code and what it said. */
-function check(files: Record<string, string>): { status: number | null; output: string } {
+/** A src/ tree of `files` (path → source) in a fresh directory. */
+function tree(files: Record<string, string>): string {
   const src = mkdtempSync(join(tmpdir(), "check-layers-"));
   trees.push(src);
   for (const [path, text] of Object.entries(files)) {
     mkdirSync(dirname(join(src, path)), { recursive: true });
     writeFileSync(join(src, path), text);
   }
-  const run = spawnSync(process.execPath, [script, "--src", src], { encoding: "utf8" });
+  return src;
+}
+
+/** The script run on the tree, as `npm run check:layers` runs it: its exit code and what it printed. */
+function checkByScript(files: Record<string, string>): { status: number | null; output: string } {
+  const run = spawnSync(process.execPath, [script, "--src", tree(files)], { encoding: "utf8" });
   return { status: run.status, output: run.stdout + run.stderr };
+}
+
+/**
+ * The same check in this process (loading TypeScript, which the script needs, takes seconds a run): exit code 1 when
+ * it has findings, and the findings one a line.
+ */
+function check(files: Record<string, string>): { status: number; output: string } {
+  const { findings, summary } = checkLayers(tree(files));
+  return { status: findings.length > 0 ? 1 : 0, output: findings.length > 0 ? findings.join("\n") : summary };
 }
 
 afterEach(() => {
@@ -36,9 +51,17 @@ const shaped = {
 
 describe("check:layers", () => {
   it("passes a tree whose edge and agent import only the relay core, the policy engine and shared leaves", () => {
-    const { status, output } = check(shaped);
+    const { status, output } = checkByScript(shaped);
     expect(output).toContain("check:layers: 6 modules");
     expect(status).toBe(0);
+  });
+
+  it("as a script, exits 1 and lists each finding on its own line", () => {
+    const { status, output } = checkByScript({ ...shaped, "gateway/pipeline.ts": 'import { edge } from "../tunnels/edge-streams.ts";\n' });
+    expect(status).toBe(1);
+    expect(output).toContain(
+      "check:layers: 1 finding(s) in src/:\n  - layer: src/gateway/pipeline.ts imports src/tunnels/edge-streams.ts (gateway → tunnels); wire the two in src/worker.ts instead",
+    );
   });
 
   it("fails when the agent imports the Worker's tunnels layer, naming the import", () => {
