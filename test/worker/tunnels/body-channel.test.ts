@@ -2,6 +2,7 @@ import { env, SELF } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { routeBodyChannel } from "../../../src/tunnels/body-channel.ts";
 import { AGENT_BODY_PATH, BODY_CHANNEL_MAX_BYTES, BODY_CHANNEL_MIN_BYTES, type FrameOf } from "../../../src/relay/index.ts";
+import { firstDifference } from "../../shared/first-difference.ts";
 import { connectAgent, publicFetch, type FakeAgent } from "./fake-agent.ts";
 
 const agents: FakeAgent[] = [];
@@ -121,7 +122,7 @@ describe("body channels", () => {
     const posted = postBody(channel, head.stream, body);
     const response = await pending;
     expect(response.status).toBe(200);
-    expect(new Uint8Array(await response.arrayBuffer())).toEqual(body);
+    expect(firstDifference(new Uint8Array(await response.arrayBuffer()), body)).toBe(-1);
     expect((await posted).status).toBe(204);
     // The stream is over: the same POST again finds nothing.
     expect(await errorOf(await postBody(channel, head.stream, "x"))).toMatchObject({ status: 404, msg: expect.stringContaining("is not open") });
@@ -137,7 +138,7 @@ describe("body channels", () => {
     const early = await Promise.race([posted.then(() => "answered"), new Promise((resolve) => setTimeout(() => resolve("waiting"), 200))]);
     expect(early).toBe("waiting");
     agent.send(channelHead(head, body.byteLength));
-    expect(new Uint8Array(await (await pending).arrayBuffer())).toEqual(body);
+    expect(firstDifference(new Uint8Array(await (await pending).arrayBuffer()), body)).toBe(-1);
     expect((await posted).status).toBe(204);
   });
 
