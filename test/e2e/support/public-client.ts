@@ -17,6 +17,12 @@ export interface PublicRequest {
   body?: Buffer | string;
 }
 
+/**
+ * Longest the connection may go without a byte either way before the request fails naming its path: a request that
+ * hangs then says which one did, instead of the test running into its own time limit with no word of where.
+ */
+const IDLE_LIMIT_MS = 30_000;
+
 /** Sends the request and hands back the response as it starts (the body unread). */
 export function openPublic(edgeUrl: string, publicUrl: string, path: string, init: PublicRequest = {}): Promise<IncomingMessage> {
   const edge = new URL(edgeUrl);
@@ -32,6 +38,9 @@ export function openPublic(edgeUrl: string, publicUrl: string, path: string, ini
         agent: false,
       },
       resolve,
+    );
+    request.setTimeout(IDLE_LIMIT_MS, () =>
+      request.destroy(new Error(`${init.method ?? "GET"} ${target.href}: no byte from the edge for ${IDLE_LIMIT_MS / 1000} s`)),
     );
     request.on("error", reject);
     request.end(init.body);
