@@ -26,6 +26,7 @@ const workerDependencies = [
   "hono/http-exception",
   "hono/streaming",
   "hono/utils/http-status",
+  "hono/accepts",
   "@hono/zod-openapi",
   "@bufbuild/cel",
   "@bufbuild/cel/ext",
@@ -33,6 +34,10 @@ const workerDependencies = [
   "@bufbuild/protobuf",
   "ipaddr.js",
   "yaml",
+  // 46 modules fetched one by one otherwise, each a round trip to the pool's main thread.
+  "jose",
+  "re2js",
+  "eventsource-parser",
 ];
 
 /** Records the process groups a run starts (wrangler dev and its workerd) and kills any left at the end. */
