@@ -11,7 +11,15 @@ import { z } from "zod";
 import { defineAction, isHeaderName } from "./action.ts";
 import { headerSafe, headerValueSchema, MAX_INTERPOLATED_HEADER_CHARS } from "./header-text.ts";
 import { compiledOnce, compileFields, FieldRun } from "./interpolated-fields.ts";
-import { compileReplacement, fromSchema, resolveReplaced, toSchema, type UrlReplacementVars, urlReplacementResults } from "./url-replacement.ts";
+import {
+  compileReplacement,
+  EMPTY_AUTHORITY,
+  fromSchema,
+  resolveReplaced,
+  toSchema,
+  type UrlReplacementVars,
+  urlReplacementResults,
+} from "./url-replacement.ts";
 
 /** Headers of one redirect (ngrok's maximum). */
 export const MAX_REDIRECT_HEADERS = 10;
@@ -44,8 +52,11 @@ type Config = z.output<typeof redirectConfig>;
 export const REDIRECT_OFF_SITE_ERROR = "ERR_REDIRECT_OFF_SITE";
 export const REDIRECT_SCHEME_ERROR = "ERR_REDIRECT_SCHEME";
 
-/** A `to` that names where it goes as written (`https://…`, `//host/…`): the only kind that may leave the host. */
-const NAMES_ITS_HOST = /^([A-Za-z][A-Za-z0-9+.-]*:|\/\/)/;
+/**
+ * A `to` that names where it goes as written (`https://…`, `//host/…`): the only kind that may leave the host.
+ * `https:///…` names a scheme but no host, so it stays on the request's (docs/policies.md).
+ */
+const namesItsHost = (to: string) => /^([A-Za-z][A-Za-z0-9+.-]*:|\/\/)/.test(to) && !EMPTY_AUTHORITY.test(to);
 
 const compiledParts = compiledOnce((config: Config, context) => {
   const replacement = compileReplacement(config.from, config.to, context);
@@ -78,7 +89,7 @@ export const redirectAction = defineAction({
     const compiled = compiledParts(config, context);
     if (!compiled.ok) throw new Error(`redirect compiled after its check failed: ${compiled.message}`);
     const { replacement, headers } = compiled;
-    const staysOnHost = !NAMES_ITS_HOST.test(config.to);
+    const staysOnHost = !namesItsHost(config.to);
     return {
       type: "redirect",
       run(exchange, services) {

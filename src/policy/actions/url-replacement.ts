@@ -140,17 +140,22 @@ export function compileReplacement(from: string | undefined, to: string, context
   };
 }
 
-const EMPTY_AUTHORITY = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/(?=\/)/;
+/** A scheme followed by an empty authority (`https:///…`): what is left after it is a path. */
+export const EMPTY_AUTHORITY = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/(?=[/\\])/;
 
 /**
  * The replaced text as a URL, relative ones resolved against the request's. `https:///path`, which a
  * replacement of `${req.url.authority}/…` by a path leaves (ngrok's own example), is that path on the
- * request's origin. Undefined when it is no URL.
+ * request's origin, whatever it begins with: `https:////evil.example` is the path `//evil.example` on the
+ * request's host, never the host evil.example (resolving `//evil.example` against the request would be).
+ * Undefined when it is no URL.
  */
 export function resolveReplaced(text: string, request: URL): URL | undefined {
-  const path = text.replace(EMPTY_AUTHORITY, "");
+  const emptyAuthority = EMPTY_AUTHORITY.exec(text);
   try {
-    return new URL(path, request);
+    // The origin ends at the first `/`, so the path appended to it can name no other host.
+    if (emptyAuthority) return new URL(request.origin + text.slice(emptyAuthority[0].length));
+    return new URL(text, request);
   } catch {
     return undefined;
   }

@@ -67,6 +67,18 @@ on_http_request:
     expect(await answer(away, "http://gw.test/old/a?b=1")).toMatchObject({ status: 308, location: "https://new.example/a?b=1" });
   });
 
+  it("https:/// is a path on the request's host, even when a group makes it begin with //", async () => {
+    const emptyAuthority = route(`
+on_http_request:
+  - actions:
+      - type: redirect
+        config: { from: "^https?://[^/]+/q/(.*)$", to: "https:///$1" }
+`);
+    expect(await answer(emptyAuthority, "http://gw.test/q//evil.example")).toMatchObject({ status: 302, location: "http://gw.test//evil.example" });
+    expect(await answer(emptyAuthority, "http://gw.test/q/%5Cevil.example")).toMatchObject({ status: 302, location: "http://gw.test/%5Cevil.example" });
+    expect(await answer(emptyAuthority, "http://gw.test/q/docs?x=1")).toMatchObject({ status: 302, location: "http://gw.test/docs?x=1" });
+  });
+
   it("a result that is no http(s) URL is refused", async () => {
     const scheme = withErrorShown(
       `      - type: redirect
