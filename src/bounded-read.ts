@@ -14,23 +14,48 @@ export function joinChunks(chunks: readonly Uint8Array[], size: number): Uint8Ar
   return bytes;
 }
 
+/** Memory a read takes as its chunks arrive (a hold of the isolate's body budget, src/policy/body-budget.ts). */
+export interface ReadAllowance {
+  /** True when the read may hold `bytes` in all; false: it may not, and must stop. */
+  cover(bytes: number): boolean;
+  release(): void;
+}
+
+/** A bounded read: the bytes, or why not (past `limit`; or `busy`: the allowance refused the memory). */
+export type BoundedBytes = { readonly ok: true; readonly bytes: Uint8Array<ArrayBuffer> } | { readonly ok: false; readonly why: "too-large" | "busy" };
+
+/**
+ * The stream's bytes when they are at most `limit` and `allowance` (if any) covers them as they arrive; else the
+ * stream is cancelled at once, so nothing past the bound is read. The allowance is released when the read ends,
+ * however it ends. A stream that breaks off throws.
+ */
+export async function bytesWithin(body: ReadableStream<Uint8Array>, limit: number, allowance?: ReadAllowance): Promise<BoundedBytes> {
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      const why = size > limit ? "too-large" : allowance && !allowance.cover(size) ? "busy" : undefined;
+      if (why) {
+        await reader.cancel();
+        return { ok: false, why };
+      }
+      chunks.push(value);
+    }
+    return { ok: true, bytes: joinChunks(chunks, size) };
+  } finally {
+    allowance?.release();
+  }
+}
+
 /**
  * The stream's text when it is at most `limit` bytes, else undefined: the stream is then cancelled at once, so
  * nothing past the bound is read. A stream that breaks off throws.
  */
 export async function textWithin(body: ReadableStream<Uint8Array>, limit: number): Promise<string | undefined> {
-  const reader = body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel();
-      return undefined;
-    }
-    chunks.push(value);
-  }
-  return new TextDecoder().decode(joinChunks(chunks, size));
+  const read = await bytesWithin(body, limit);
+  return read.ok ? new TextDecoder().decode(read.bytes) : undefined;
 }

@@ -11,6 +11,7 @@ import { BreakerMemory } from "./breaker/breaker-memory.ts";
 import { RouteModulesCache } from "./gateway/modules/route-modules.ts";
 import type { IsolateState } from "./gateway/pipeline.ts";
 import { IsolateBuckets } from "./limiter/isolate-buckets.ts";
+import { BodyBudget, OPERATOR_PARTY } from "./policy/body-budget.ts";
 import { ExpressionErrorLog } from "./policy/expression-error-log.ts";
 import type { Settings } from "./settings.ts";
 import { CompiledPolicyCache, HostCache } from "./tunnels/index.ts";
@@ -24,16 +25,27 @@ export interface Runtime extends IsolateState {
   readonly tunnelPolicies: CompiledPolicyCache;
 }
 
-/** A fresh isolate memory. */
+/**
+ * A fresh isolate memory. Bodies are budgeted per party: a tunnel's reads count against its account (known from
+ * its host claim, remembered when its host was resolved for the request), every route of policies/ against the
+ * operator's.
+ */
 export function createRuntime(): Runtime {
+  const tunnelHosts = new HostCache();
+  const partyOf = (scope: string) => {
+    if (!scope.startsWith("tunnel:")) return OPERATOR_PARTY;
+    const account = tunnelHosts.accountOf(scope.slice("tunnel:".length));
+    return account === undefined ? scope : `account:${account}`;
+  };
   return {
     buckets: new IsolateBuckets(),
     routeModules: new RouteModulesCache(),
     breakers: new BreakerMemory(),
     expressionErrors: new ExpressionErrorLog(),
+    bodies: { budget: new BodyBudget(), partyOf },
     gateway: new LoadedGatewayMemory(),
     rateLimitServices: new RateLimitServicesMemory(),
-    tunnelHosts: new HostCache(),
+    tunnelHosts,
     tunnelPolicies: new CompiledPolicyCache(),
   };
 }

@@ -1,6 +1,7 @@
 /** The request as the policies of one exchange see it: headers copied and body read only on first use. */
 
 import type { ExchangeRequest } from "../policy/exchange.ts";
+import type { BodyAllowance } from "../policy/body-budget.ts";
 import { RequestBody } from "../policy/request-body.ts";
 
 /**
@@ -13,9 +14,11 @@ export class ExchangeRequestView implements ExchangeRequest {
   readonly host: string;
   private copied: Headers | undefined;
 
+  /** `bodies`: the budget a body read holds its bytes of, and whose; absent: unbudgeted (tools, tests). */
   constructor(
     private readonly original: Request,
     readonly url: URL,
+    private readonly bodies?: BodyAllowance,
   ) {
     this.method = original.method;
     this.host = url.hostname;
@@ -28,7 +31,7 @@ export class ExchangeRequestView implements ExchangeRequest {
   private bodyReader: RequestBody | undefined;
 
   get body(): RequestBody {
-    return (this.bodyReader ??= new RequestBody(this.original.body, this.original.headers.get("content-length")));
+    return (this.bodyReader ??= new RequestBody(this.original.body, this.original.headers.get("content-length"), undefined, this.bodies));
   }
 
   /** The request to send on: the original, or, when an action read its body, the same carrying what was read. */

@@ -10,6 +10,7 @@ import type { ActionServices, AfterResponse, ConnectionFacts, Exchange, Interpol
 import { ForwardChain, internalTargetNotFound } from "../policy/forward-chain.ts";
 import { isInternalHost } from "../policy/internal-url.ts";
 import type { InternalTargets, PolicyTarget } from "../policy/target.ts";
+import type { BodyAllowance, IsolateBodies } from "../policy/body-budget.ts";
 import type { IsolateBuckets } from "../limiter/isolate-buckets.ts";
 import { ingressId } from "../ingress.ts";
 import { withRateLimitFields } from "../policy/rate-limit-fields.ts";
@@ -42,6 +43,8 @@ export interface IsolateState {
   /** Rate-limit services shared by requests that need no per-request sink; absent: made for each request. */
   readonly rateLimitServices?: RateLimitServicesMemory;
   readonly limitOverrides?: (env: Env) => ActionServices["overrides"];
+  /** The budget of bodies held whole (request bodies actions read, response bodies settles read); absent: unbounded. */
+  readonly bodies?: IsolateBodies;
 }
 
 /**
@@ -59,7 +62,8 @@ export async function runThroughPolicy(
   passage: PolicyPassage = {},
 ): Promise<Response> {
   const { url = new URL(request.url), afterResponse, chain } = passage;
-  const view = new ExchangeRequestView(request, url);
+  const bodies: BodyAllowance | undefined = isolate.bodies && { budget: isolate.bodies.budget, party: isolate.bodies.partyOf(target.scope) };
+  const view = new ExchangeRequestView(request, url, bodies);
   // A forwarded request keeps the client's address (a policy may have rewritten the header) and its budget.
   let forwarded: Response | undefined;
   const internal = target.internal;
@@ -106,7 +110,7 @@ export async function runThroughPolicy(
     throw error;
   }
   if (exchange.upstreamObservers) await observeUpstream(exchange.upstreamObservers, answered.status);
-  const response = settleOnResponse(answered, exchange, afterResponse, isolate.expressionErrors);
+  const response = settleOnResponse(answered, exchange, afterResponse, isolate.expressionErrors, bodies);
   if (target.policy.outbound.length === 0 || response.webSocket) return withRateLimitFields(response, exchange);
 
   exchange.response = { status: response.status, headers: new Headers(response.headers) };

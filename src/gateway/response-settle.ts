@@ -7,24 +7,12 @@
  * without one, nothing is settled and the estimates stay.
  */
 
-import { textWithin } from "../bounded-read.ts";
+import { bytesWithin, type ReadAllowance } from "../bounded-read.ts";
 import { RESERVATION_TTL_MS } from "../limiter/settle.ts";
+import type { BodyAllowance } from "../policy/body-budget.ts";
 import type { AfterResponse, Exchange, ResponseSettle } from "../policy/exchange.ts";
 import { isJsonContentType, jsonBodyValue, MAX_SETTLE_BODY_BYTES } from "../policy/variables/response-body.ts";
 import { eventStreamBody, isEventStreamContentType, type StreamBody } from "./event-stream-body.ts";
-
-/**
- * The body's text when it is at most `limit` bytes, else undefined (the branch is then cancelled at once, so
- * nothing more is read for the settle, and the tee keeps no more of the body than the client has yet to read).
- */
-export async function readBounded(body: ReadableStream<Uint8Array>, limit: number): Promise<string | undefined> {
-  try {
-    return await textWithin(body, limit);
-  } catch {
-    // The upstream broke off: a partial body settles nothing.
-    return undefined;
-  }
-}
 
 /** Where a settle that could not be made is reported (at a bounded rate: ExpressionErrorLog is one). */
 export interface SettleLog {
@@ -48,9 +36,19 @@ const NO_BODY: StreamBody = { absent: "the expression does not read it" };
 const NO_RESPONSE_BODY: StreamBody = { absent: "the response has no body" };
 const OTHER_CONTENT_TYPE: StreamBody = { absent: "the content type is neither JSON nor text/event-stream" };
 
-/** A JSON body's value, read from its branch within MAX_SETTLE_BODY_BYTES. */
-async function jsonBody(branch: ReadableStream<Uint8Array>): Promise<StreamBody> {
-  const text = await readBounded(branch, MAX_SETTLE_BODY_BYTES);
+/**
+ * A JSON body's value, read from its branch within MAX_SETTLE_BODY_BYTES and, as it arrives, within `hold` (of
+ * the isolate's body budget): a body the budget cannot hold is not read, and the estimate stays.
+ */
+async function jsonBody(branch: ReadableStream<Uint8Array>, hold?: ReadAllowance): Promise<StreamBody> {
+  let text: string | undefined;
+  try {
+    const read = await bytesWithin(branch, MAX_SETTLE_BODY_BYTES, hold);
+    if (!read.ok && read.why === "busy") return { absent: "the gateway holds as many bodies as its budget lets it; not read" };
+    text = read.ok ? new TextDecoder().decode(read.bytes) : undefined;
+  } catch {
+    // The upstream broke off: a partial body settles nothing.
+  }
   if (text === undefined) return { absent: `a body of more than ${MAX_SETTLE_BODY_BYTES} bytes, or broken off` };
   const value = jsonBodyValue(text);
   return value === undefined ? { absent: "not JSON, or nested too deep" } : { value };
@@ -75,15 +73,23 @@ async function streamBody(branch: ReadableStream<Uint8Array>): Promise<StreamBod
 /**
  * The response to send on, after starting the exchange's settles on it: `response` itself, or, when a settle
  * reads the body of a JSON or event-stream response, the same status and headers with the client's branch of it.
+ * `bodies`: the budget a JSON body read holds its bytes of (an event stream is read without holding it whole).
  */
-export function settleOnResponse(response: Response, exchange: Exchange, afterResponse: AfterResponse | undefined, log: SettleLog): Response {
+export function settleOnResponse(
+  response: Response,
+  exchange: Exchange,
+  afterResponse: AfterResponse | undefined,
+  log: SettleLog,
+  bodies?: BodyAllowance,
+): Response {
   const settles = exchange.settles;
   if (!settles || settles.length === 0 || !afterResponse) return response;
   exchange.settles = undefined;
   // The headers as the upstream sent them, copied: the outbound policy may change the response's afterwards.
   const headers = new Headers(response.headers);
   const contentType = headers.get("content-type");
-  const reader = isJsonContentType(contentType) ? jsonBody : isEventStreamContentType(contentType) ? streamBody : undefined;
+  const json = (branch: ReadableStream<Uint8Array>) => jsonBody(branch, bodies?.budget.hold(bodies.party));
+  const reader = isJsonContentType(contentType) ? json : isEventStreamContentType(contentType) ? streamBody : undefined;
   let unread: StreamBody | undefined;
   if (!settles.some((settle) => settle.readsBody)) unread = NO_BODY;
   else if (!response.body || response.webSocket) unread = NO_RESPONSE_BODY;

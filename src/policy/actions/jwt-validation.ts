@@ -15,6 +15,7 @@ import { claimsValue } from "../jwt/claims.ts";
 import { inlineKeyGetter } from "../jwt/inline-keys.ts";
 import { RemoteJwks } from "../jwt/remote-jwks.ts";
 import { locateToken } from "../jwt/token-location.ts";
+import { busyResponse } from "../request-body.ts";
 import { verifyToken, type KeySource, type VerifierSettings } from "../jwt/verify-token.ts";
 import { defineAction, isHeaderName } from "./action.ts";
 import { inlineJwkSchema, jwksUrlSchema } from "./jwt-validation-keys.ts";
@@ -195,6 +196,10 @@ export const jwtValidationAction = defineAction({
         let claims: ReadonlyMap<string, unknown> = new Map();
         for (const location of config.http.tokens) {
           const located = await locateToken(exchange, location);
+          if (!located.ok && located.busy) {
+            vars.error = { code: `ERR_SVC_${ErrorCode.jwtMissing}`, message: located.busy.message };
+            return busyResponse(located.busy, ErrorCode.jwtMissing, { action: context.position });
+          }
           if (!located.ok) return refuse(vars, 401, ErrorCode.jwtMissing, `Token could not be found in request: ${located.reason}.`, "Bearer");
           const verdict = await verifyToken(located.token, settings, Date.now());
           if (!verdict.ok && verdict.unavailable) return refuse(vars, 503, ErrorCode.jwksUnavailable, `The token could not be verified: ${verdict.reason}.`);

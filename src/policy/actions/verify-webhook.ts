@@ -2,13 +2,14 @@
  * `verify-webhook` (as ngrok's): checks that an inbound request carries the configured provider's signature
  * under `secret`. Unverified: 403 `ERR_SVC_3204`, as ngrok answers; a body past the bound it may read answers
  * 413 with the same code. With `enforce: false` the request goes on either way and only
- * `actions.svc.verify_webhook.*` says what was found. The body is read once and sent on whole.
+ * `actions.svc.verify_webhook.*` says what was found. The body is read once and sent on whole; one the isolate's
+ * body budget cannot hold answers 503 with retry-after, enforced or not (src/policy/body-budget.ts).
  */
 
 import { z } from "zod";
 import { ErrorCode, ServiceError } from "../../errors.ts";
 import type { Exchange } from "../exchange.ts";
-import { RequestBody, type BodyBytes, type BodyRead } from "../request-body.ts";
+import { busyResponse, RequestBody, type BodyBytes, type BodyRead } from "../request-body.ts";
 import { NGROK_ONLY_PROVIDERS, webhookSchemes } from "../webhooks/providers.ts";
 import type { Verdict, Verifier } from "../webhooks/scheme.ts";
 import { BOOL } from "../cel-types.ts";
@@ -94,6 +95,11 @@ export const verifyWebhookAction = defineAction({
         let body: BodyBytes = new Uint8Array(0);
         if (scheme.signsBody) {
           const read = await bodyOf(exchange);
+          if (!read.ok && read.busy) {
+            vars.verified = false;
+            vars.error = { code: `ERR_SVC_${ErrorCode.webhookUnverified}`, message: read.message };
+            return busyResponse(read, ErrorCode.webhookUnverified, { action: context.position, provider: scheme.provider });
+          }
           if (!read.ok && read.tooLarge) return fail(413, `The request body is larger than the ${read.limit} bytes a webhook may have to be verified.`);
           if (!read.ok) return fail(400, `The webhook could not be verified: ${read.message}.`);
           body = read.bytes;

@@ -5,7 +5,7 @@
  */
 
 import type { Exchange } from "../exchange.ts";
-import { RequestBody } from "../request-body.ts";
+import { type BusyRead, RequestBody } from "../request-body.ts";
 
 export interface TokenLocation {
   readonly method: "header" | "body";
@@ -13,7 +13,8 @@ export interface TokenLocation {
   readonly prefix?: string;
 }
 
-export type Located = { readonly ok: true; readonly token: string } | { readonly ok: false; readonly reason: string };
+/** `busy`: the token's body was not read, for want of the isolate's body budget (answered 503, not 401). */
+export type Located = { readonly ok: true; readonly token: string } | { readonly ok: false; readonly reason: string; readonly busy?: BusyRead };
 
 const BODY_METHODS = new Set(["POST", "PUT", "PATCH"]);
 const NO_BODY = new RequestBody(null);
@@ -21,6 +22,7 @@ const NO_BODY = new RequestBody(null);
 export async function locateToken(exchange: Exchange, location: TokenLocation): Promise<Located> {
   const raw = location.method === "header" ? exchange.request.headers.get(location.name) : await bodyField(exchange, location.name);
   const where = `the ${location.method === "header" ? "header" : "body field"} ${location.name}`;
+  if (typeof raw === "object" && raw !== null) return { ok: false, reason: `${where} could not be read: ${raw.message}`, busy: raw };
   if (raw === null || raw === undefined) return { ok: false, reason: `${where} is missing` };
   const prefix = location.prefix ?? "";
   if (raw.slice(0, prefix.length).toLowerCase() !== prefix.toLowerCase()) return { ok: false, reason: `${where} does not start with '${prefix}'` };
@@ -28,10 +30,11 @@ export async function locateToken(exchange: Exchange, location: TokenLocation): 
   return token === "" ? { ok: false, reason: `${where} holds no token` } : { ok: true, token };
 }
 
-/** The field as a string, or null when the request has no such field (or no body it may read). */
-async function bodyField(exchange: Exchange, name: string): Promise<string | null> {
+/** The field as a string, or null when the request has no such field (or no body it may read), or the read refused. */
+async function bodyField(exchange: Exchange, name: string): Promise<string | null | BusyRead> {
   if (!BODY_METHODS.has(exchange.request.method.toUpperCase())) return null;
   const read = await (exchange.request.body ?? NO_BODY).read();
+  if (!read.ok && read.busy) return read;
   if (!read.ok) return null;
   const text = new TextDecoder().decode(read.bytes);
   const type = (exchange.request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();

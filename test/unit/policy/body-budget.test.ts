@@ -1,0 +1,218 @@
+/**
+ * The isolate's body budget: holds grow within the total and each party's share, come back whole exactly once,
+ * and abandoned ones (no cover for three read idle times) come back when a read would otherwise be refused. A
+ * request body read takes its bytes as they arrive and gives them back when the read ends, however it ends.
+ */
+
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { bytesWithin } from "../../../src/bounded-read.ts";
+import { BODY_BUDGET_LIMITS, BodyBudget, type BodyBudgetLimits, type BodyHold } from "../../../src/policy/body-budget.ts";
+import { RequestBody } from "../../../src/policy/request-body.ts";
+
+const LIMITS: BodyBudgetLimits = { totalBytes: 1000, partyBytes: 400, readIdleMs: 1000, retryAfterSeconds: 2 };
+
+function clock(start = 0) {
+  let at = start;
+  return { now: () => at, advance: (ms: number) => (at += ms) };
+}
+
+describe("BodyBudget", () => {
+  it("the Worker's budget keeps held bodies, with the copy a finished read makes, to a quarter of an isolate's 128 MiB", () => {
+    expect(BODY_BUDGET_LIMITS.totalBytes * 2).toBeLessThanOrEqual((128 * 1024 * 1024) / 4);
+    expect(BODY_BUDGET_LIMITS.partyBytes).toBeLessThan(BODY_BUDGET_LIMITS.totalBytes);
+  });
+
+  it("a hold grows to what it covers, and a cover past the party's share is refused and changes nothing", () => {
+    const budget = new BodyBudget(LIMITS);
+    const hold = budget.hold("a");
+    expect(hold.cover(300)).toBe(true);
+    expect(hold.cover(100)).toBe(true);
+    expect(hold.bytes).toBe(300);
+    expect(hold.cover(401)).toBe(false);
+    expect(hold.bytes).toBe(300);
+    expect(budget.heldBy("a")).toBe(300);
+    expect(budget.stats.refused).toBe(1);
+  });
+
+  it("a party at its share leaves the rest to others, up to the total", () => {
+    const budget = new BodyBudget(LIMITS);
+    expect(budget.hold("a").cover(400)).toBe(true);
+    expect(budget.hold("a").cover(1)).toBe(false);
+    expect(budget.hold("b").cover(400)).toBe(true);
+    expect(budget.hold("c").cover(201)).toBe(false);
+    expect(budget.hold("c").cover(200)).toBe(true);
+    expect(budget.heldBytes).toBe(1000);
+  });
+
+  it("released, a hold gives back all its bytes once, and covers nothing after", () => {
+    const budget = new BodyBudget(LIMITS);
+    const hold = budget.hold("a");
+    hold.cover(250);
+    hold.release();
+    hold.release();
+    expect(budget.heldBytes).toBe(0);
+    expect(budget.heldBy("a")).toBe(0);
+    expect(hold.cover(10)).toBe(false);
+    expect(budget.heldBytes).toBe(0);
+  });
+
+  it("a hold not covered for three read idle times is given back when another read would be refused", () => {
+    const time = clock();
+    const budget = new BodyBudget(LIMITS, time.now);
+    const abandoned = budget.hold("a");
+    abandoned.cover(400);
+    time.advance(3 * LIMITS.readIdleMs);
+    // Not yet past: still held, so the party's next read is refused.
+    expect(budget.hold("a").cover(1)).toBe(false);
+    time.advance(1);
+    const next = budget.hold("a");
+    expect(next.cover(400)).toBe(true);
+    expect(budget.heldBy("a")).toBe(400);
+    expect(budget.stats.expired).toBe(1);
+    // The abandoned hold's own release, should its code ever run, gives nothing back twice.
+    abandoned.release();
+    expect(budget.heldBy("a")).toBe(400);
+  });
+
+  it("a hold covered within its lease is never taken back", () => {
+    const time = clock();
+    const budget = new BodyBudget(LIMITS, time.now);
+    const live = budget.hold("a");
+    live.cover(200);
+    time.advance(2 * LIMITS.readIdleMs);
+    live.cover(300);
+    time.advance(2 * LIMITS.readIdleMs);
+    expect(budget.hold("a").cover(101)).toBe(false);
+    expect(live.bytes).toBe(300);
+    expect(budget.stats.expired).toBe(0);
+  });
+
+  /** One step of a run: a new hold, a cover of one, a release of one, or time passing. */
+  type Step = { op: "hold"; party: number } | { op: "cover"; index: number; bytes: number } | { op: "release"; index: number } | { op: "wait"; ms: number };
+  const step: fc.Arbitrary<Step> = fc.oneof(
+    fc.record({ op: fc.constant("hold" as const), party: fc.nat(3) }),
+    fc.record({ op: fc.constant("cover" as const), index: fc.nat(40), bytes: fc.nat(600) }),
+    fc.record({ op: fc.constant("release" as const), index: fc.nat(40) }),
+    fc.record({ op: fc.constant("wait" as const), ms: fc.nat(2 * LIMITS.readIdleMs) }),
+  );
+
+  it("whatever reads do, what is held is what live holds cover, never negative, never past a limit, and 0 once all are released", () => {
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 120 }), (steps) => {
+        const time = clock();
+        const budget = new BodyBudget(LIMITS, time.now);
+        const holds: Array<{ hold: BodyHold; party: string; released: boolean }> = [];
+        for (const next of steps) {
+          if (next.op === "hold") holds.push({ hold: budget.hold(`p${next.party}`), party: `p${next.party}`, released: false });
+          else if (next.op === "wait") time.advance(next.ms);
+          else {
+            const entry = holds[next.index % Math.max(1, holds.length)];
+            if (!entry) continue;
+            if (next.op === "release") {
+              entry.hold.release();
+              entry.released = true;
+            } else {
+              const before = entry.hold.bytes;
+              const covered = entry.hold.cover(next.bytes);
+              if (covered) expect(entry.hold.bytes).toBe(Math.max(before, next.bytes));
+              else expect(entry.hold.bytes).toBe(before);
+            }
+          }
+          expect(budget.heldBytes).toBeGreaterThanOrEqual(0);
+          expect(budget.heldBytes).toBeLessThanOrEqual(LIMITS.totalBytes);
+          let sum = 0;
+          for (const party of ["p0", "p1", "p2", "p3"]) {
+            const held = budget.heldBy(party);
+            expect(held).toBeGreaterThanOrEqual(0);
+            expect(held).toBeLessThanOrEqual(LIMITS.partyBytes);
+            sum += held;
+          }
+          expect(sum).toBe(budget.heldBytes);
+        }
+        // Releasing each hold (twice, as a finally after a catch might) brings the budget back to exactly 0.
+        for (const entry of holds) {
+          entry.hold.release();
+          entry.hold.release();
+        }
+        expect(budget.heldBytes).toBe(0);
+        for (const party of ["p0", "p1", "p2", "p3"]) expect(budget.heldBy(party)).toBe(0);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+/** A stream that sends `chunks`, then (unless `end`) nothing more until errored. */
+function streamOf(chunks: Uint8Array[], end = true) {
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  const stream = new ReadableStream<Uint8Array>({
+    start(c) {
+      controller = c;
+      for (const chunk of chunks) c.enqueue(chunk);
+      if (end) c.close();
+    },
+  });
+  return { stream, fail: (error: Error) => controller.error(error) };
+}
+
+describe("a request body read within the budget", () => {
+  it("holds its bytes while the body arrives and gives them back when it is whole", async () => {
+    const budget = new BodyBudget(LIMITS);
+    const { stream, fail } = streamOf([new Uint8Array(100)], false);
+    const body = new RequestBody(stream, null, 1000, { budget, party: "a" });
+    const read = body.read();
+    await expect.poll(() => budget.heldBy("a")).toBe(100);
+    fail(new Error("the client went away"));
+    expect(await read).toMatchObject({ ok: false, tooLarge: false, message: "the request body could not be read: the client went away" });
+    expect(budget.heldBytes).toBe(0);
+
+    const whole = new RequestBody(streamOf([new Uint8Array(100), new Uint8Array(50)]).stream, null, 1000, { budget, party: "a" });
+    expect(await whole.read()).toMatchObject({ ok: true });
+    expect(budget.heldBytes).toBe(0);
+  });
+
+  it("takes a declared length up front, and a body the party cannot hold is refused before a byte is read", async () => {
+    const budget = new BodyBudget(LIMITS);
+    const first = streamOf([new Uint8Array(10)], false);
+    const holding = new RequestBody(first.stream, "300", 1000, { budget, party: "a" }).read();
+    await expect.poll(() => budget.heldBy("a")).toBe(300);
+    const refused = new RequestBody(streamOf([new Uint8Array(10)]).stream, "101", 1000, { budget, party: "a" });
+    const read = await refused.read();
+    expect(read).toMatchObject({ ok: false, tooLarge: false, busy: true, retryAfter: 2 });
+    expect(refused.forwardBody()).toEqual(new Uint8Array(0));
+    // Another party is not held up by this one.
+    expect(await new RequestBody(streamOf([new Uint8Array(100)]).stream, "100", 1000, { budget, party: "b" }).read()).toMatchObject({ ok: true });
+    first.fail(new Error("gone"));
+    await holding;
+    expect(budget.heldBytes).toBe(0);
+  });
+
+  it("stops reading, and gives back what it held, when a chunk would pass the party's share", async () => {
+    const budget = new BodyBudget(LIMITS);
+    const read = await new RequestBody(streamOf([new Uint8Array(300), new Uint8Array(300)]).stream, null, 1000, { budget, party: "a" }).read();
+    expect(read).toMatchObject({ ok: false, busy: true });
+    expect(budget.heldBytes).toBe(0);
+  });
+
+  it("breaks off a body that sends nothing for the read idle time, and gives back its bytes", async () => {
+    const budget = new BodyBudget({ ...LIMITS, readIdleMs: 20 });
+    const { stream } = streamOf([new Uint8Array(100)], false);
+    const read = await new RequestBody(stream, null, 1000, { budget, party: "a" }).read();
+    expect(read).toMatchObject({ ok: false, tooLarge: false, message: "the request body could not be read: nothing arrived for 0.02 s" });
+    expect(budget.heldBytes).toBe(0);
+  });
+
+  it("a settle's bounded read gives its hold back however it ends: whole, too large, refused or broken off", async () => {
+    const budget = new BodyBudget(LIMITS);
+    expect(await bytesWithin(streamOf([new Uint8Array(10)]).stream, 100, budget.hold("a"))).toMatchObject({ ok: true });
+    expect(await bytesWithin(streamOf([new Uint8Array(101)]).stream, 100, budget.hold("a"))).toEqual({ ok: false, why: "too-large" });
+    expect(await bytesWithin(streamOf([new Uint8Array(401)]).stream, 1000, budget.hold("a"))).toEqual({ ok: false, why: "busy" });
+    const broken = streamOf([new Uint8Array(10)], false);
+    const pending = bytesWithin(broken.stream, 100, budget.hold("a"));
+    await expect.poll(() => budget.heldBytes).toBe(10);
+    broken.fail(new Error("upstream reset"));
+    await expect(pending).rejects.toThrow("upstream reset");
+    expect(budget.heldBytes).toBe(0);
+  });
+});

@@ -1,0 +1,160 @@
+/**
+ * The isolate's body budget through the Worker's pipeline: uploads that stall while verify-webhook or
+ * jwt-validation reads them hold their bytes of their party's share, the party's next body-reading request is
+ * answered 503 with retry-after while another party's is served, and once the stalled uploads are aborted the
+ * budget is back to 0 and requests pass again.
+ */
+
+import { inject, vi } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
+import { BodyBudget, type BodyBudgetLimits } from "../../../src/policy/body-budget.ts";
+import { newIsolate, send, singleEdge } from "./harness.ts";
+
+const upstream = `http://127.0.0.1:${inject("upstreamPort")}`;
+const SECRET = "budget-secret";
+const CHUNK = 16 * 1024;
+/** Four stalled chunks fill a party's share; the idle time is far beyond any test's length. */
+const LIMITS: BodyBudgetLimits = { totalBytes: 8 * CHUNK, partyBytes: 4 * CHUNK, readIdleMs: 600_000, retryAfterSeconds: 2 };
+
+const hook = `on_http_request:\n  - actions:\n      - type: verify-webhook\n        config: { provider: github, secret: ${SECRET} }\n`;
+const jwt = [
+  "on_http_request:",
+  "  - actions:",
+  "      - type: jwt-validation",
+  "        config:",
+  "          issuer: { allow_list: [{ value: https://issuer.test }] }",
+  "          http: { tokens: [{ type: jwt, method: body, name: token }] }",
+  "          jws:",
+  "            allowed_algorithms: [HS256]",
+  "            keys: { sources: { inline: [{ kty: oct, k: c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldA, alg: HS256 }] } }",
+  "",
+].join("\n");
+
+/** Routes /a and /c (party a: a webhook and a JWT in the body), /b (party b). */
+const routes = singleEdge(
+  `      - { id: tenant-a, match: /a, upstream: ${upstream}/hooks, traffic_policy: hook.yaml }
+      - { id: tenant-a-jwt, match: /c, upstream: ${upstream}/hooks, traffic_policy: jwt.yaml }
+      - { id: tenant-b, match: /b, upstream: ${upstream}/hooks, traffic_policy: hook.yaml }
+`,
+  { "policies/hook.yaml": hook, "policies/jwt.yaml": jwt },
+);
+
+/** An isolate whose routes /a and /c count against party a, /b against party b. */
+function budgetedIsolate() {
+  const budget = new BodyBudget(LIMITS);
+  const partyOf = (scope: string) => (scope.endsWith("/tenant-b") ? "b" : "a");
+  return { isolate: { ...newIsolate(), bodies: { budget, partyOf } }, budget };
+}
+
+async function signature(body: Uint8Array): Promise<string> {
+  const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(SECRET), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, body));
+  return `sha256=${[...mac].map((byte) => byte.toString(16).padStart(2, "0")).join("")}`;
+}
+
+const signedBody = new TextEncoder().encode('{"event":"push"}');
+
+async function signedHook(path: string): Promise<Request> {
+  return new Request(`http://gw.test${path}`, { method: "POST", headers: { "x-hub-signature-256": await signature(signedBody) }, body: signedBody });
+}
+
+/** Uploads that send one chunk and then nothing, until aborted (the client vanishing mid-upload). */
+const stalled: Array<ReadableStreamDefaultController<Uint8Array>> = [];
+function stalledUpload(path: string): Request {
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      stalled.push(controller);
+      controller.enqueue(new Uint8Array(CHUNK));
+    },
+  });
+  return new Request(`http://gw.test${path}`, { method: "POST", headers: { "x-hub-signature-256": `sha256=${"0".repeat(64)}` }, body });
+}
+
+function abortStalled(): void {
+  for (const controller of stalled.splice(0)) controller.error(new Error("the client went away"));
+}
+afterEach(abortStalled);
+
+describe("the isolate's body budget", () => {
+  it("answers a party's webhook 503 with retry-after while its stalled uploads fill its share, serves another party's, and passes again once they are aborted", async () => {
+    const { isolate, budget } = budgetedIsolate();
+    const uploads = Array.from({ length: 4 }, () => send(routes, stalledUpload("/a"), {}, undefined, isolate));
+    await vi.waitFor(() => expect(budget.heldBy("a")).toBe(4 * CHUNK));
+
+    const refused = await send(routes, await signedHook("/a"), {}, undefined, isolate);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("retry-after")).toBe("2");
+    expect(await refused.json()).toMatchObject({
+      error_code: "ERR_SVC_3204",
+      status_code: 503,
+      msg: `The request body could not be read: the gateway holds as many request bodies as it may (${4 * CHUNK} bytes per owner, ${8 * CHUNK} in all); send it again in 2 s.`,
+      details: { retry_after: 2, provider: "github" },
+    });
+
+    const other = await send(routes, await signedHook("/b"), {}, undefined, isolate);
+    expect(other.status).toBe(200);
+    expect(budget.heldBy("b")).toBe(0);
+
+    abortStalled();
+    for (const upload of await Promise.all(uploads)) expect(upload.status).toBe(400);
+    expect(budget.heldBytes).toBe(0);
+    const again = await send(routes, await signedHook("/a"), {}, undefined, isolate);
+    expect(again.status).toBe(200);
+  });
+
+  it("refuses a body whose declared length does not fit before reading it, and a JWT read from the body the same", async () => {
+    const { isolate, budget } = budgetedIsolate();
+    const uploads = Array.from({ length: 3 }, () => send(routes, stalledUpload("/a"), {}, undefined, isolate));
+    await vi.waitFor(() => expect(budget.heldBy("a")).toBe(3 * CHUNK));
+
+    const declared = new Uint8Array(CHUNK + 1);
+    const tooMuch = await send(
+      routes,
+      new Request("http://gw.test/a", { method: "POST", headers: { "x-hub-signature-256": await signature(declared) }, body: declared }),
+      {},
+      undefined,
+      isolate,
+    );
+    expect(tooMuch.status).toBe(503);
+    expect(budget.heldBy("a")).toBe(3 * CHUNK);
+
+    const token = new TextEncoder().encode(JSON.stringify({ token: "x".repeat(CHUNK + 1) }));
+    const jwtRefused = await send(
+      routes,
+      new Request("http://gw.test/c", { method: "POST", headers: { "content-type": "application/json" }, body: token }),
+      {},
+      undefined,
+      isolate,
+    );
+    expect(jwtRefused.status).toBe(503);
+    expect(jwtRefused.headers.get("retry-after")).toBe("2");
+    expect(await jwtRefused.json()).toMatchObject({ error_code: "ERR_SVC_3406", status_code: 503 });
+
+    abortStalled();
+    await Promise.all(uploads);
+    expect(budget.heldBytes).toBe(0);
+    // Within the budget again, the body is read and judged: no token of this issuer, so 401, not 503.
+    const judged = await send(
+      routes,
+      new Request("http://gw.test/c", { method: "POST", headers: { "content-type": "application/json" }, body: token }),
+      {},
+      undefined,
+      isolate,
+    );
+    expect(judged.status).toBe(401);
+  });
+
+  it("answers every party 503 once stalled uploads of several fill the isolate's total", async () => {
+    const { isolate, budget } = budgetedIsolate();
+    const uploads = [
+      ...Array.from({ length: 4 }, () => send(routes, stalledUpload("/a"), {}, undefined, isolate)),
+      ...Array.from({ length: 4 }, () => send(routes, stalledUpload("/b"), {}, undefined, isolate)),
+    ];
+    await vi.waitFor(() => expect(budget.heldBytes).toBe(8 * CHUNK));
+    expect((await send(routes, await signedHook("/b"), {}, undefined, isolate)).status).toBe(503);
+    abortStalled();
+    await Promise.all(uploads);
+    expect(budget.heldBytes).toBe(0);
+    expect((await send(routes, await signedHook("/b"), {}, undefined, isolate)).status).toBe(200);
+  });
+});
