@@ -4,6 +4,7 @@ import type { Env } from "../env.ts";
 import { errorAnswer } from "../error-answer.ts";
 import { ErrorCode, ServiceError } from "../errors.ts";
 import type { Exchange } from "../policy/exchange.ts";
+import { busyResponse, RequestBody } from "../policy/request-body.ts";
 import { settingsOf } from "../settings.ts";
 import type { Route } from "./gateway-config.ts";
 import type { RouteModules } from "./modules/route-modules.ts";
@@ -57,9 +58,18 @@ export async function dispatch(
   }
 }
 
-/** `echo`: answers with what the upstream would have received, for trying policies out. */
+/**
+ * `echo`: answers with what the upstream would have received, for trying policies out. The body is read as an
+ * action reads it (src/policy/request-body.ts): at most 1 MiB, within the isolate's body budget.
+ */
 async function echo(original: Request, exchange: Exchange): Promise<Response> {
-  const body = original.body ? await original.text() : "";
+  const read = await (exchange.request.body ?? new RequestBody(original.body, original.headers.get("content-length"))).read();
+  if (!read.ok && read.busy) return busyResponse(read, ErrorCode.upstreamUnavailable, { upstream: "echo" });
+  if (!read.ok) {
+    const message = read.tooLarge ? `The echo upstream answers bodies of at most ${read.limit} bytes.` : `The echo upstream got no body: ${read.message}.`;
+    return new ServiceError(read.tooLarge ? 413 : 400, ErrorCode.unparseableBody, message, { upstream: "echo" }).toResponse();
+  }
+  const body = new TextDecoder().decode(read.bytes);
   return Response.json({
     method: original.method,
     url: exchange.request.url.toString(),

@@ -30,11 +30,12 @@ const jwt = [
   "",
 ].join("\n");
 
-/** Routes /a and /c (party a: a webhook and a JWT in the body), /b (party b). */
+/** Routes /a, /c and /e (party a: a webhook, a JWT in the body, the echo upstream), /b (party b). */
 const routes = singleEdge(
   `      - { id: tenant-a, match: /a, upstream: ${upstream}/hooks, traffic_policy: hook.yaml }
       - { id: tenant-a-jwt, match: /c, upstream: ${upstream}/hooks, traffic_policy: jwt.yaml }
       - { id: tenant-b, match: /b, upstream: ${upstream}/hooks, traffic_policy: hook.yaml }
+      - { id: tenant-a-echo, match: /e, upstream: echo }
 `,
   { "policies/hook.yaml": hook, "policies/jwt.yaml": jwt },
 );
@@ -156,5 +157,24 @@ describe("the isolate's body budget", () => {
     await Promise.all(uploads);
     expect(budget.heldBytes).toBe(0);
     expect((await send(routes, await signedHook("/b"), {}, undefined, isolate)).status).toBe(200);
+  });
+
+  it("reads the echo upstream's body within the budget too, and at most 1 MiB of it", async () => {
+    const { isolate, budget } = budgetedIsolate();
+    const uploads = Array.from({ length: 4 }, () => send(routes, stalledUpload("/e"), {}, undefined, isolate));
+    await vi.waitFor(() => expect(budget.heldBy("a")).toBe(4 * CHUNK));
+    const refused = await send(routes, new Request("http://gw.test/e", { method: "POST", body: "hi" }), {}, undefined, isolate);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("retry-after")).toBe("2");
+    abortStalled();
+    await Promise.all(uploads);
+    expect(budget.heldBytes).toBe(0);
+    const echoed = await send(routes, new Request("http://gw.test/e", { method: "POST", body: "hi" }), {}, undefined, isolate);
+    expect(((await echoed.json()) as { body: string }).body).toBe("hi");
+    // An isolate of the Worker's own budget: its party's 4 MiB hold the body, the 1 MiB bound does not.
+    const worker = { ...newIsolate(), bodies: { budget: new BodyBudget(), partyOf: () => "a" } };
+    const big = await send(routes, new Request("http://gw.test/e", { method: "POST", body: new Uint8Array(1024 * 1024 + 1) }), {}, undefined, worker);
+    expect(big.status).toBe(413);
+    expect(worker.bodies.budget.heldBytes).toBe(0);
   });
 });
