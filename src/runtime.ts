@@ -11,7 +11,7 @@ import { BreakerMemory } from "./breaker/breaker-memory.ts";
 import { RouteModulesCache } from "./gateway/modules/route-modules.ts";
 import type { IsolateState } from "./gateway/pipeline.ts";
 import { IsolateBuckets } from "./limiter/isolate-buckets.ts";
-import { BodyBudget, OPERATOR_PARTY } from "./policy/body-budget.ts";
+import { BodyBudget, type IsolateBodies, OPERATOR_PARTY } from "./policy/body-budget.ts";
 import { ExpressionErrorLog } from "./policy/expression-error-log.ts";
 import type { Settings } from "./settings.ts";
 import { CompiledPolicyCache, HostCache } from "./tunnels/index.ts";
@@ -23,6 +23,8 @@ export interface Runtime extends IsolateState {
   /** Tunnel host → session, and tunnels' compiled policies. */
   readonly tunnelHosts: HostCache;
   readonly tunnelPolicies: CompiledPolicyCache;
+  /** The budget of bodies held whole, by party: always present in the Worker (a test's isolate may go without). */
+  readonly bodies: IsolateBodies;
 }
 
 /**

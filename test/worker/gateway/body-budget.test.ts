@@ -7,7 +7,8 @@
 
 import { inject, vi } from "vitest";
 import { afterEach, describe, expect, it } from "vitest";
-import { BodyBudget, type BodyBudgetLimits } from "../../../src/policy/body-budget.ts";
+import { BodyBudget, type BodyBudgetLimits, OPERATOR_PARTY } from "../../../src/policy/body-budget.ts";
+import { createRuntime } from "../../../src/runtime.ts";
 import { newIsolate, send, singleEdge } from "./harness.ts";
 
 const upstream = `http://127.0.0.1:${inject("upstreamPort")}`;
@@ -176,5 +177,19 @@ describe("the isolate's body budget", () => {
     const big = await send(routes, new Request("http://gw.test/e", { method: "POST", body: new Uint8Array(1024 * 1024 + 1) }), {}, undefined, worker);
     expect(big.status).toBe(413);
     expect(worker.bodies.budget.heldBytes).toBe(0);
+  });
+
+  it("in the Worker's isolate memory, counts a tunnel's reads against its account and every route against the operator", () => {
+    const runtime = createRuntime();
+    const claim = (tunnelId: string, accountId: string) => ({ accountId, sessionId: `ts_${tunnelId}`, tunnelId });
+    runtime.tunnelHosts.remember("shop", [claim("tn_1", "acct_a")]);
+    runtime.tunnelHosts.remember("blog", [claim("tn_2", "acct_a"), claim("tn_3", "acct_b")]);
+    expect(runtime.bodies.partyOf("tunnel:tn_1")).toBe("account:acct_a");
+    expect(runtime.bodies.partyOf("tunnel:tn_2")).toBe("account:acct_a");
+    expect(runtime.bodies.partyOf("tunnel:tn_3")).toBe("account:acct_b");
+    expect(runtime.bodies.partyOf("route:edge/hooks")).toBe(OPERATOR_PARTY);
+    // A tunnel whose host is no longer remembered still counts against a party of its own, never the operator's.
+    expect(runtime.bodies.partyOf("tunnel:tn_9")).toBe("tunnel:tn_9");
+    expect(runtime.bodies.budget.limits).toMatchObject({ totalBytes: 16 * 1024 * 1024, partyBytes: 4 * 1024 * 1024 });
   });
 });
