@@ -1,5 +1,6 @@
 /** Frames to bytes and back (the layout is in protocol.ts); every frame read is validated. */
 
+import { MAX_REQUEST_HEAD_BYTES } from "./head-bounds.ts";
 import { FAST_PAYLOADS, isBinaryFrame, payloadSchemas, type BinaryFrame, type Frame, type FrameOf } from "./frames.ts";
 import {
   FRAME_HEADER_BYTES as HEADER_BYTES,
@@ -113,14 +114,29 @@ function fail(error: string): { ok: false; error: string } {
 export type DecodeManyResult = { ok: true; frames: Frame[] } | { ok: false; error: string };
 
 /**
- * Decodes and validates the frames of one WebSocket message; anything malformed comes back as
- * `ok: false` with the reason (and nothing of the message is used).
+ * A stream frame whose framing is sound (header, type, length) but whose payload this end does not take: its
+ * stream is reset, and the session and the message's other streams go on.
  */
-export function decodeFrames(input: ArrayBuffer | ArrayBufferView, maxDataChunk: number = MAX_DATA_CHUNK): DecodeManyResult {
+export interface UndecodableFrame {
+  readonly stream: number;
+  readonly type: FrameTypeName;
+  readonly error: string;
+}
+
+/**
+ * `frames`: what decoded, in order; `undecodable`: stream frames that did not (a stream's later frames in the
+ * message are dropped with it, the earlier ones kept). Not ok only when the message cannot be split into frames,
+ * or a session frame's payload is broken: nothing of it is used, and the session must close.
+ */
+export type DecodeMessageResult = { ok: true; frames: Frame[]; undecodable: UndecodableFrame[] } | { ok: false; error: string };
+
+/** Decodes and validates the frames of one WebSocket message (see DecodeMessageResult). */
+export function decodeMessage(input: ArrayBuffer | ArrayBufferView, maxDataChunk: number = MAX_DATA_CHUNK): DecodeMessageResult {
   // ArrayBuffer.isView rather than instanceof: buffers may come from another realm (a test runner, a worker).
   const bytes = ArrayBuffer.isView(input) ? new Uint8Array(input.buffer, input.byteOffset, input.byteLength) : new Uint8Array(input);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const frames: Frame[] = [];
+  const undecodable: UndecodableFrame[] = [];
   let offset = 0;
   do {
     const left = bytes.byteLength - offset;
@@ -134,12 +150,25 @@ export function decodeFrames(input: ArrayBuffer | ArrayBufferView, maxDataChunk:
     if (isSessionType(type) !== (stream === 0)) {
       return fail(isSessionType(type) ? `${type} frame must be on stream 0` : `${type} frame must not be on stream 0`);
     }
-    const decoded = decodePayload(type, stream, bytes.subarray(offset + HEADER_BYTES, offset + HEADER_BYTES + length), maxDataChunk);
-    if (!decoded.ok) return fail(decoded.error);
-    frames.push(decoded.frame);
     offset += HEADER_BYTES + length;
+    if (undecodable.length > 0 && undecodable.some((each) => each.stream === stream)) continue;
+    const decoded = decodePayload(type, stream, bytes.subarray(offset - length, offset), maxDataChunk);
+    if (decoded.ok) frames.push(decoded.frame);
+    else if (isSessionType(type)) return fail(decoded.error);
+    else undecodable.push({ stream, type, error: decoded.error });
   } while (offset < bytes.byteLength);
-  return { ok: true, frames };
+  return { ok: true, frames, undecodable };
+}
+
+/**
+ * Decodes and validates the frames of one WebSocket message; anything malformed comes back as
+ * `ok: false` with the reason (and nothing of the message is used).
+ */
+export function decodeFrames(input: ArrayBuffer | ArrayBufferView, maxDataChunk: number = MAX_DATA_CHUNK): DecodeManyResult {
+  const decoded = decodeMessage(input, maxDataChunk);
+  if (!decoded.ok) return decoded;
+  if (decoded.undecodable.length > 0) return fail(decoded.undecodable[0].error);
+  return { ok: true, frames: decoded.frames };
 }
 
 /** Decodes a message that holds exactly one frame. */
@@ -171,6 +200,8 @@ function decodePayload(type: FrameTypeName, stream: number, payload: Uint8Array,
       if (payload.byteLength - 1 > MAX_WS_MESSAGE) return fail(`ws_message of ${payload.byteLength - 1} bytes exceeds ${MAX_WS_MESSAGE}`);
       return { ok: true, frame: { type, stream, binary: payload[0] === 1, bytes: payload.subarray(1) } };
     default: {
+      if (type === "request_head" && HEADER_BYTES + payload.byteLength > MAX_REQUEST_HEAD_BYTES)
+        return fail(`request_head frame of ${HEADER_BYTES + payload.byteLength} bytes exceeds ${MAX_REQUEST_HEAD_BYTES}`);
       let value: unknown;
       try {
         value = JSON.parse(decoder.decode(payload));

@@ -3,9 +3,19 @@
 import { z } from "zod";
 import { closeReasonFits, MAX_CLOSE_REASON_BYTES } from "../close-reason.ts";
 import { carriedRateLimitsSchema, EDGE_DECISIONS_VERSION, edgeDecisionSchema } from "./edge-decision.ts";
+import {
+  MAX_CLIENT_ADDR_CHARS,
+  MAX_HEADER_FIELDS,
+  MAX_HEADER_NAME_CHARS,
+  MAX_HEADER_VALUE_CHARS,
+  MAX_METHOD_CHARS,
+  MAX_SCHEME_CHARS,
+  MAX_TARGET_CHARS,
+} from "./head-bounds.ts";
 import { BODY_CHANNEL_MIN_BYTES, LARGE_DATA_CHUNK, MAX_DATA_CHUNK, MAX_RESET_MESSAGE } from "./protocol.ts";
 
-const headerList = z.array(z.tuple([z.string().min(1).max(256), z.string().max(16 * 1024)])).max(512);
+// the bounds are head-bounds.ts's: the edge checks a request head against the same numbers before it relays it
+const headerList = z.array(z.tuple([z.string().min(1).max(MAX_HEADER_NAME_CHARS), z.string().max(MAX_HEADER_VALUE_CHARS)])).max(MAX_HEADER_FIELDS);
 const labels = z.record(z.string().min(1).max(256), z.string().max(1024));
 
 /** JSON payloads by frame type. Unknown fields are dropped, so a newer peer may add fields within a version. */
@@ -75,17 +85,14 @@ export const payloadSchemas = {
   tunnel_stopped: z.object({ request_id: z.number().int().nonnegative().optional(), tunnel_id: z.string(), reason: z.string() }),
   request_head: z.object({
     tunnel_id: z.string(),
-    method: z.string().min(1).max(32),
+    method: z.string().min(1).max(MAX_METHOD_CHARS),
     /** Path and query as the public client sent them. */
-    target: z
-      .string()
-      .min(1)
-      .max(16 * 1024),
+    target: z.string().min(1).max(MAX_TARGET_CHARS),
     headers: headerList,
     /** The public client's address. */
-    client_addr: z.string().max(64),
+    client_addr: z.string().max(MAX_CLIENT_ADDR_CHARS),
     /** `http` or `https`: how the public client reached the edge. */
-    scheme: z.string().max(8),
+    scheme: z.string().max(MAX_SCHEME_CHARS),
     /** Set when the public client asks for a WebSocket: the agent opens one to the local service. */
     upgrade: z.literal("websocket").optional(),
     /** The rate limits the edge's policy counted this request against (an older agent drops the field). */
@@ -115,8 +122,10 @@ type Payloads = { [K in keyof typeof payloadSchemas]: z.output<(typeof payloadSc
 const isString = (value: unknown, min: number, max: number): value is string => typeof value === "string" && value.length >= min && value.length <= max;
 
 function isHeaderList(value: unknown): value is Array<[string, string]> {
-  if (!Array.isArray(value) || value.length > 512) return false;
-  for (const pair of value) if (!Array.isArray(pair) || pair.length !== 2 || !isString(pair[0], 1, 256) || !isString(pair[1], 0, 16 * 1024)) return false;
+  if (!Array.isArray(value) || value.length > MAX_HEADER_FIELDS) return false;
+  for (const pair of value)
+    if (!Array.isArray(pair) || pair.length !== 2 || !isString(pair[0], 1, MAX_HEADER_NAME_CHARS) || !isString(pair[1], 0, MAX_HEADER_VALUE_CHARS))
+      return false;
   return true;
 }
 
@@ -141,8 +150,10 @@ export const FAST_PAYLOADS: Partial<{ [K in keyof Payloads]: (value: unknown) =>
     const { tunnel_id, method, target, headers, client_addr, scheme, upgrade, decisions } = value as Record<string, unknown>;
     // carried decisions are checked by the schema (rarer, and each field bounded)
     if (decisions !== undefined) return undefined;
-    if (typeof tunnel_id !== "string" || !isString(method, 1, 32) || !isString(target, 1, 16 * 1024) || !isHeaderList(headers)) return undefined;
-    if (!isString(client_addr, 0, 64) || !isString(scheme, 0, 8) || (upgrade !== undefined && upgrade !== "websocket")) return undefined;
+    if (typeof tunnel_id !== "string" || !isString(method, 1, MAX_METHOD_CHARS) || !isString(target, 1, MAX_TARGET_CHARS) || !isHeaderList(headers))
+      return undefined;
+    if (!isString(client_addr, 0, MAX_CLIENT_ADDR_CHARS) || !isString(scheme, 0, MAX_SCHEME_CHARS) || (upgrade !== undefined && upgrade !== "websocket"))
+      return undefined;
     const head = { tunnel_id, method, target, headers, client_addr, scheme };
     return upgrade === undefined ? head : { ...head, upgrade };
   },
