@@ -2,12 +2,13 @@
 
 import type { BodyChannelRendezvous } from "../relay/body-channel-rendezvous.ts";
 import type { Frame, FrameOf } from "../relay/frames.ts";
+import type { HeadRefusal } from "../relay/head-bounds.ts";
 import { RelayStream, type StreamFailure } from "../relay/stream-table.ts";
 import type { RelayRequest } from "./relay-request.ts";
 
 export interface EdgeStreamsOptions {
   send(frame: Frame): void;
-  /** Sends a frame already encoded (a request body's data frame, encoded where it was read). */
+  /** Sends a frame already encoded (a request head, sized against the bounds; a request body's data frame, encoded where it was read). */
   sendEncoded(encoded: Uint8Array): void;
   /** A stream id no live stream or socket of the session holds (see stream-ids.ts). */
   allocateId(): number;
@@ -15,6 +16,8 @@ export interface EdgeStreamsOptions {
   agentDataChunk(): number;
   /** The public client's response when a stream fails before the agent answered. */
   failureResponse(failure: StreamFailure, host: string): Response;
+  /** The public client's response to a request head past the relay's bounds (head-bounds.ts): it is never sent. */
+  refuseHead(refused: HeadRefusal, host: string): Response;
   /**
    * The agent's local WebSocket is open: accept the public client's and answer 101. From then on the
    * stream's messages are relayed by the session object, not here.

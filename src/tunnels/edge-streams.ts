@@ -17,7 +17,7 @@ import { StreamTable, type StreamFailure } from "../relay/stream-table.ts";
 import { WindowBudget } from "../relay/window-budget.ts";
 import { concat, responseHeaders, sendRequestBody, workerdChannelIo } from "./edge-bodies.ts";
 import { BODY_CHANNEL_ARRIVAL_MS, EdgeStream, type Body, type EdgeStreamsOptions, type Sink } from "./edge-stream.ts";
-import { requestHead, type RelayRequest } from "./relay-request.ts";
+import { encodeRequestHead, type RelayRequest } from "./relay-request.ts";
 
 // what the session object and the public side name from here
 export type { StreamFailure } from "../relay/stream-table.ts";
@@ -56,9 +56,17 @@ export class EdgeStreams {
     return this.table.has(id);
   }
 
-  /** Sends the request to the agent; resolves with the response once the agent's response head arrives. */
+  /**
+   * Sends the request to the agent; resolves with the response once the agent's response head arrives. A head
+   * the agent would refuse (head-bounds.ts), counted after the edge added its own fields, is answered here.
+   */
   open(request: RelayRequest): Promise<Response> {
     const id = this.options.allocateId();
+    const head = encodeRequestHead(id, request);
+    if (!head.ok) {
+      void request.body?.cancel().catch(() => undefined);
+      return Promise.resolve(this.options.refuseHead(head, request.host));
+    }
     let answer!: (response: Response) => void;
     const response = new Promise<Response>((resolve) => (answer = resolve));
     const stream = new EdgeStream(id, request, answer, this.responseBody);
@@ -67,7 +75,7 @@ export class EdgeStreams {
       finished: () => this.table.close(stream),
     });
     this.table.add(stream);
-    this.options.send(requestHead(id, request));
+    this.options.sendEncoded(head.encoded);
     if (!request.upgrade)
       void sendRequestBody(stream, this.options.agentDataChunk(), this.options, (error) =>
         this.table.reset(stream, ResetCode.cancelled, `the public client's request body broke off: ${error.message}`),

@@ -1,7 +1,7 @@
 /** The errors public clients and agents get from the tunnel side of the edge, as ServiceErrors (ERR_SVC_<code>). */
 
 import { ServiceError } from "../errors.ts";
-import { ResetCode } from "./protocol.ts";
+import { MAX_HEADER_FIELDS, MAX_HEADER_NAME_CHARS, MAX_HEADER_VALUE_CHARS, MAX_TARGET_CHARS, ResetCode, type HeadRefusal } from "./protocol.ts";
 
 /** Stable numbers; where ngrok has a number for the same case, it is used. */
 export const TunnelErrorCode = {
@@ -15,6 +15,8 @@ export const TunnelErrorCode = {
   agentEndpoint: 3100,
   /** The session takes no more streams now (ngrok ERR_NGROK_716: a session's simultaneous connections limit). */
   sessionBusy: 716,
+  /** The request head is past the relay's bounds (head-bounds.ts): answered at the edge, never relayed. */
+  requestHeadRefused: 3210,
 } as const;
 
 /** What a visitor and the tunnel's owner each can do about ERR_SVC_3200 (ngrok's page says the same). */
@@ -81,4 +83,28 @@ export function streamFailure(code: string, message: string, host: string): Serv
         AGENT_UNAVAILABLE_ADVICE,
       );
   }
+}
+
+const HEAD_ADVICE: Record<number, { title: string }> = {
+  414: { title: "The address is too long for this tunnel" },
+  431: { title: "The request's header fields are too large for this tunnel" },
+  501: { title: "The request method is not one this tunnel carries" },
+};
+
+/** ERR_SVC_3210: the edge does not relay a head its agent could not take (`refused`: which bound, in words). */
+export function requestHeadRefused(refused: HeadRefusal, host: string): ServiceError {
+  return new ServiceError(
+    refused.status,
+    TunnelErrorCode.requestHeadRefused,
+    `The request to ${host} was not relayed to the tunnel's agent: ${refused.reason}.`,
+    { host, reason: refused.reason },
+    {},
+    {
+      title: HEAD_ADVICE[refused.status]?.title ?? "The request cannot go through this tunnel",
+      steps: [
+        `Tunnels carry request heads within fixed bounds: a target of at most ${MAX_TARGET_CHARS} characters, at most ${MAX_HEADER_FIELDS} header fields, names of at most ${MAX_HEADER_NAME_CHARS} and values of at most ${MAX_HEADER_VALUE_CHARS} characters.`,
+        "Send the request again with a shorter address or fewer or smaller headers (large cookies are the usual cause).",
+      ],
+    },
+  );
 }

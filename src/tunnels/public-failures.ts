@@ -1,14 +1,14 @@
 /**
- * What a public client gets when its tunnel session cannot relay the request: 502 ERR_SVC_8012 / 3004 and
- * 503 ERR_SVC_716, as a page for a browser and the JSON envelope for everyone else (see error-answer.ts).
+ * What a public client gets when its tunnel session cannot relay the request: 502 ERR_SVC_8012 / 3004,
+ * 503 ERR_SVC_716, and 431 / 414 / 501 ERR_SVC_3210 for a head past the relay's bounds, as a page for a browser and the JSON envelope for everyone else (see error-answer.ts).
  */
 
 import { errorAnswer, prefersHtml } from "../error-answer.ts";
 import { errorPageResponse } from "../error-page.ts";
 import { newOperationId, OPERATION_ID_HEADER, type ServiceError } from "../errors.ts";
 import type { StreamFailure } from "./edge-streams.ts";
-import { streamFailure } from "./errors.ts";
-import { ResetCode } from "./protocol.ts";
+import { requestHeadRefused, streamFailure } from "./errors.ts";
+import { ResetCode, type HeadRefusal } from "./protocol.ts";
 import { sessionBusy, sessionFull } from "./stream-limits.ts";
 
 /**
@@ -23,6 +23,14 @@ export class PublicFailures {
   /** EdgeStreams' `failureResponse`: the JSON answer to a stream that failed before the agent's response head. */
   streamFailed(failure: StreamFailure, host: string): Response {
     const error = failure.code === ResetCode.tooManyStreams ? sessionBusy(host, failure.message) : streamFailure(failure.code, failure.message, host);
+    const response = error.toResponse();
+    this.errors.set(response, error);
+    return response;
+  }
+
+  /** EdgeStreams' `refuseHead`: the JSON answer to a request head past the relay's bounds (431, 414, 501). */
+  headRefused(refused: HeadRefusal, host: string): Response {
+    const error = requestHeadRefused(refused, host);
     const response = error.toResponse();
     this.errors.set(response, error);
     return response;

@@ -5,7 +5,9 @@
 
 import { HOP_BY_HOP_HEADERS } from "../relay/http-semantics.ts";
 import type { CarriedRateLimit } from "../relay/edge-decision.ts";
+import { encodeFrame } from "../relay/frame-codec.ts";
 import type { FrameOf } from "../relay/frames.ts";
+import { checkRequestHead, type HeadRefusal } from "../relay/head-bounds.ts";
 
 export interface RelayRequest {
   readonly tunnelId: string;
@@ -73,4 +75,15 @@ export function requestHead(id: number, request: RelayRequest): FrameOf<"request
     ...(request.upgrade ? { upgrade: "websocket" as const } : {}),
     ...(request.decisions ? { decisions: [...request.decisions] } : {}),
   };
+}
+
+/**
+ * The request head of stream `id` encoded, or why the agent would refuse it (head-bounds.ts), counted after the
+ * edge added its own fields: what EdgeStreams sends, or answers itself instead.
+ */
+export function encodeRequestHead(id: number, request: RelayRequest): { readonly ok: true; readonly encoded: Uint8Array } | HeadRefusal {
+  const head = requestHead(id, request);
+  const encoded = encodeFrame(head);
+  const verdict = checkRequestHead(head, encoded.byteLength);
+  return verdict.ok ? { ok: true, encoded } : verdict;
 }

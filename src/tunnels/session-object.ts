@@ -18,14 +18,17 @@ import { FrameOutbox } from "./framing.ts";
 import {
   BODY_CHANNEL_MAX_BYTES,
   CloseCode,
-  decodeFrames,
+  decodeMessage,
   HEARTBEAT_PING,
   HEARTBEAT_PONG,
   LARGE_DATA_CHUNK,
   MAX_DATA_CHUNK,
+  MAX_RESET_MESSAGE,
   ResetCode,
   type Frame,
+  type UndecodableFrame,
 } from "./protocol.ts";
+import { RefusalLog } from "../relay/refusal-log.ts";
 import { PublicFailures } from "./public-failures.ts";
 import { AGENT_TAG, PublicSockets } from "./public-sockets.ts";
 import { firstCheck, liveness } from "./session-liveness.ts";
@@ -49,6 +52,10 @@ export class TunnelSession extends DurableObject<Env> {
   /** What public clients get when a request cannot be relayed: a page for a browser, JSON for the rest. */
   private readonly failures = new PublicFailures();
   private readonly decisions = new SessionDecisions();
+  /** Request heads past the relay's bounds this session answered itself (431, 414, 501), logged at a bounded rate. */
+  private readonly refusedHeads = new RefusalLog({ what: "request heads past the relay's bounds answered at the edge (not relayed)" });
+  /** Stream frames from the agent that did not decode: each resets its stream, the session goes on. */
+  private readonly undecodable = new RefusalLog({ what: "undecodable stream frames from the agent reset" });
   private lastFrameAt = 0;
   /** The agent's open socket, remembered between lookups (getWebSockets on every frame sent cost ~2 % of a relay's CPU). */
   private agentSocket: WebSocket | undefined;
@@ -71,6 +78,10 @@ export class TunnelSession extends DurableObject<Env> {
       allocateId: () => ids.allocate(),
       agentDataChunk: () => (this.agentDataChunk ??= this.store.meta()?.agentMaxDataChunk ?? MAX_DATA_CHUNK),
       failureResponse: (failure, host) => this.failures.streamFailed(failure, host),
+      refuseHead: (refused, host) => {
+        this.refusedHeads.refused(`${refused.status}: ${refused.reason}`);
+        return this.failures.headRefused(refused, host);
+      },
       acceptWebSocket: (stream, request, headers) => this.publicSockets.accept(stream, request.tunnelId, headers),
       channelWaitMs: () => settingsOf(env).bodyChannelWaitMs,
     });
@@ -111,7 +122,7 @@ export class TunnelSession extends DurableObject<Env> {
       return;
     }
     // data frames up to LARGE_DATA_CHUNK: welcome told the agent so (an older agent ignores it and sends less)
-    const decoded = decodeFrames(message, LARGE_DATA_CHUNK);
+    const decoded = decodeMessage(message, LARGE_DATA_CHUNK);
     if (!decoded.ok) return this.protocolError(ws, decoded.error);
     // Stream frames are handled synchronously, in the order they came; only session frames (start and
     // stop, which call other objects) are awaited, after the batch's stream frames are dealt with.
@@ -121,6 +132,7 @@ export class TunnelSession extends DurableObject<Env> {
         if (isSessionFrame(frame)) sessionFrames.push(frame);
         else this.onStreamFrame(ws, frame);
       }
+      for (const frame of decoded.undecodable) this.onUndecodable(frame);
     } finally {
       this.streams.endBatch();
     }
@@ -170,6 +182,18 @@ export class TunnelSession extends DurableObject<Env> {
       default:
         void this.protocolError(ws, `${frame.type} frames are sent by the edge, not by the agent`);
     }
+  }
+
+  /**
+   * A stream frame of the agent's this end cannot decode: that stream fails (its client hears 502, a relayed
+   * WebSocket closes 1002) and the agent is told with a reset; the session and its other streams go on.
+   */
+  private onUndecodable(frame: UndecodableFrame): void {
+    this.undecodable.refused(frame.error);
+    const failure = { code: ResetCode.protocolError, message: `the edge could not decode a ${frame.type} frame: ${frame.error}`.slice(0, MAX_RESET_MESSAGE) };
+    if (this.streams.has(frame.stream)) this.streams.onFrame({ type: "reset", stream: frame.stream, ...failure });
+    if (this.publicSockets.holds(frame.stream)) this.publicSockets.fromAgent({ type: "ws_close", stream: frame.stream, code: 1002, reason: "protocol error" });
+    this.send({ type: "reset", stream: frame.stream, ...failure });
   }
 
   override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
