@@ -4,9 +4,15 @@
  * request body read takes its bytes as they arrive and gives them back when the read ends, however it ends.
  */
 
+import { createHmac } from "node:crypto";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { bytesWithin } from "../../../src/bounded-read.ts";
+import { verifyWebhookAction, verifyWebhookConfig } from "../../../src/policy/actions/verify-webhook.ts";
+import { expressionCompiler } from "../../../src/policy/cel.ts";
+import type { Exchange } from "../../../src/policy/exchange.ts";
+import { makeExchange } from "../support/exchange.ts";
+import { MemoryCounter } from "../support/memory-counter.ts";
 import { BODY_BUDGET_LIMITS, BodyBudget, type BodyBudgetLimits, type BodyHold } from "../../../src/policy/body-budget.ts";
 import { RequestBody } from "../../../src/policy/request-body.ts";
 
@@ -215,4 +221,31 @@ describe("a request body read within the budget", () => {
     await expect(pending).rejects.toThrow("upstream reset");
     expect(budget.heldBytes).toBe(0);
   });
+});
+
+describe("verify-webhook with the budget spent", () => {
+  const payload = new TextEncoder().encode('{"zen":"budget"}');
+  const signature = `sha256=${createHmac("sha256", "s3cret").update(payload).digest("hex")}`;
+  function exchangeReading(budget: BodyBudget): Exchange {
+    const base = makeExchange({ method: "POST", url: "https://hooks.example.test/github", headers: { "x-hub-signature-256": signature } });
+    return { ...base, request: { ...base.request, body: new RequestBody(streamOf([payload.slice()]).stream, null, 1000, { budget, party: "a" }) } };
+  }
+
+  for (const enforce of [true, false]) {
+    it(`answers 503 with retry-after, not a verdict, with enforce: ${enforce}`, async () => {
+      const budget = new BodyBudget(LIMITS);
+      budget.hold("a").cover(LIMITS.partyBytes);
+      const config = verifyWebhookConfig.parse({ provider: "github", secret: "s3cret", enforce });
+      const compiled = verifyWebhookAction.compile(config, { phase: "inbound", position: "inbound[0].actions[0]", expressions: expressionCompiler() });
+      const exchange = exchangeReading(budget);
+      const answer = (await compiled.run(exchange, { counter: new MemoryCounter(0) })) as Response;
+      expect(answer.status).toBe(503);
+      expect(answer.headers.get("retry-after")).toBe("2");
+      expect(await answer.json()).toMatchObject({
+        error_code: "ERR_SVC_3204",
+        details: { action: "inbound[0].actions[0]", provider: "github", retry_after: 2 },
+      });
+      expect(exchange.vars.verify_webhook.verified).toBe(false);
+    });
+  }
 });
