@@ -20,6 +20,8 @@ export interface EdgeSessionOptions {
   onDisconnect(reason: string): void;
   /** The edge took a tunnel offline on its own. */
   onTunnelStopped?(tunnelId: string, reason: string): void;
+  /** Where the session's own lines go (stream frames it could not decode, at a bounded rate); default console.warn. */
+  log?(line: string): void;
   /** A request to one of the session's tunnels that the edge answered itself (sampled at the edge). */
   onEdgeDecision?(decision: FrameOf<"edge_decision">): void;
 }

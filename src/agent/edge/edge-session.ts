@@ -8,10 +8,11 @@
 import WebSocket from "ws";
 import { closeReason } from "../../close-reason.ts";
 import { EDGE_DECISIONS_VERSION } from "../../relay/edge-decision.ts";
-import { decodeFrames } from "../../relay/frame-codec.ts";
+import { decodeMessage, type UndecodableFrame } from "../../relay/frame-codec.ts";
 import type { Frame, FrameOf } from "../../relay/frames.ts";
 import { FrameOutbox } from "../../relay/framing.ts";
-import { HEARTBEAT_PING, HEARTBEAT_PONG, LARGE_DATA_CHUNK, MAX_DATA_CHUNK } from "../../relay/protocol.ts";
+import { HEARTBEAT_PING, HEARTBEAT_PONG, LARGE_DATA_CHUNK, MAX_DATA_CHUNK, MAX_RESET_MESSAGE, ResetCode } from "../../relay/protocol.ts";
+import { RefusalLog } from "../../relay/refusal-log.ts";
 import { backoffDelay } from "./backoff.ts";
 import { channelTarget, dialEdge, type BodyChannelTarget } from "./edge-endpoints.ts";
 import type { EdgeSessionOptions } from "./edge-session-options.ts";
@@ -55,7 +56,12 @@ export class EdgeSession {
     (flush) => setImmediate(flush),
   );
 
-  constructor(private readonly options: EdgeSessionOptions) {}
+  /** Stream frames from the edge that did not decode: each resets its stream only, logged at a bounded rate. */
+  private readonly undecodable: RefusalLog;
+
+  constructor(private readonly options: EdgeSessionOptions) {
+    this.undecodable = new RefusalLog({ what: "undecodable stream frames from the edge reset", write: (line) => (options.log ?? console.warn)(line) });
+  }
 
   get status(): SessionStatus {
     return this.current;
@@ -208,13 +214,26 @@ export class EdgeSession {
       return;
     }
     // data frames up to LARGE_DATA_CHUNK: hello told the edge so (an older edge ignores it and sends less)
-    const decoded = decodeFrames(data, LARGE_DATA_CHUNK);
+    const decoded = decodeMessage(data, LARGE_DATA_CHUNK);
+    // only a message that cannot be split into frames, or a broken session frame, ends the session
     if (!decoded.ok) {
       ws.close(1002, closeReason(`protocol error: ${decoded.error}`));
       return;
     }
     for (const frame of decoded.frames) this.onFrame(ws, frame);
+    for (const frame of decoded.undecodable) this.onUndecodable(frame);
     this.options.onBatchEnd?.();
+  }
+
+  /**
+   * A stream frame of the edge's this agent cannot decode: the stream ends here (the forwarder hears it as a
+   * reset) and the edge is told with one; the session and its other streams go on.
+   */
+  private onUndecodable(frame: UndecodableFrame): void {
+    this.undecodable.refused(frame.error);
+    const failure = { code: ResetCode.protocolError, message: `the agent could not decode a ${frame.type} frame: ${frame.error}`.slice(0, MAX_RESET_MESSAGE) };
+    this.options.onStreamFrame({ type: "reset", stream: frame.stream, ...failure });
+    this.send({ type: "reset", stream: frame.stream, ...failure });
   }
 
   private onFrame(ws: WebSocket, frame: Frame): void {
