@@ -4,7 +4,7 @@
  * what the work really costs.
  */
 
-import { celFunc, celList, celMethod, CelScalar, listType } from "@bufbuild/cel";
+import { type CelList, celFunc, celList, celMethod, CelScalar, listType } from "@bufbuild/cel";
 
 const { STRING, INT, DYN } = CelScalar;
 const DYN_LIST = listType(DYN);
@@ -43,6 +43,19 @@ function insertEverywhere(text: string, insert: string, n: bigint | undefined): 
 const lowerAscii = (text: string) => text.replace(/[A-Z]+/g, (run) => run.toLowerCase());
 const upperAscii = (text: string) => text.replace(/[a-z]+/g, (run) => run.toUpperCase());
 
+/**
+ * `list.join([separator])` in one pass: the library appends element by element to one string, which costs
+ * ~25 ms for the 16,384 one-character strings of a split('') of a header (90 ns a unit).
+ */
+function joinLinear(list: CelList, separator = ""): string {
+  const parts: string[] = [];
+  for (const item of list) {
+    if (typeof item !== "string") throw new Error("invalid argument to function join: list contains non-string value");
+    parts.push(item);
+  }
+  return parts.join(separator);
+}
+
 /** Code points of a string without making an array of them (the library's size() spreads the string). */
 function codePoints(text: string): bigint {
   let count = text.length;
@@ -69,6 +82,12 @@ export const linearFunctions = [
   }),
   celMethod("upperAscii", STRING, [], STRING, function (this: string) {
     return upperAscii(this);
+  }),
+  celMethod("join", DYN_LIST, [], STRING, function (this: CelList) {
+    return joinLinear(this);
+  }),
+  celMethod("join", DYN_LIST, [STRING], STRING, function (this: CelList, separator) {
+    return joinLinear(this, separator);
   }),
   // The library's `+` on lists nests lazily, so a map() or filter() over n elements builds a chain n deep
   // that costs n² to read; a flat copy costs what the meter charges for it (the elements taken and produced).

@@ -7,6 +7,7 @@
  */
 
 import { isCelList, isCelMap, type CelEnv, type CelValue } from "@bufbuild/cel";
+import { extraWork } from "./cel-call-work.ts";
 import { type Expr, mapChildren } from "./cel-tree.ts";
 import type { EvaluationBudget } from "./evaluation-budget.ts";
 
@@ -49,15 +50,6 @@ function sizeOf(value: unknown, cap: number): number {
     }
   }
   return total;
-}
-
-/**
- * Work a call does beyond its sizes: V8's lastIndexOf searches backwards naively, text × pattern characters
- * (777 ms for one call on header-sized strings), where indexOf is linear.
- */
-function extraWork(name: string, target: unknown, args: readonly unknown[]): number {
-  if (name === "lastIndexOf" && typeof target === "string" && typeof args[0] === "string") return target.length * args[0].length;
-  return 0;
 }
 
 /** Elements a comprehension will iterate over. */

@@ -44,26 +44,73 @@ function headerValues(headers: Headers | undefined, name: string): string[] {
   if (!headers) return [];
   const lower = name.toLowerCase();
   // Headers.get joins repeated fields with ", ", which is wrong for set-cookie (its values contain commas);
-  // iteration yields each set-cookie on its own.
-  if (lower === "set-cookie") return [...headers].filter(([field]) => field === "set-cookie").map(([, value]) => value);
+  // getSetCookie gives each on its own, and reads only those (iterating sorts every header, once per call).
+  if (lower === "set-cookie") return (headers as Headers & { getSetCookie(): string[] }).getSetCookie();
   const value = headers.get(lower);
   return value === null ? [] : [value];
 }
 
-/** True when `ip` lies in `cidr`; false for anything unparsable, never an error. */
-export function ipInCidr(ip: string, cidr: string): boolean {
+/**
+ * Characters of the longest address the CIDR functions take: IPv6 with an embedded IPv4 (45) and a zone
+ * naming an interface (`%` and at most 15, Linux's IFNAMSIZ), with room to spare. ipaddr.js itself takes any
+ * number of leading zeros and any zone, and its parsers cost far more per character than a unit
+ * (docs/security.md), so a longer text is answered false before any parsing.
+ */
+export const MAX_ADDRESS_CHARS = 64;
+/** An address of MAX_ADDRESS_CHARS and a prefix length of up to three digits. */
+const MAX_CIDR_CHARS = MAX_ADDRESS_CHARS + 4;
+
+type Address = ipaddr.IPv4 | ipaddr.IPv6;
+
+/** The address `ip` names, or undefined for anything unparsable or longer than MAX_ADDRESS_CHARS. */
+function parseAddress(ip: string): Address | undefined {
+  if (ip.length > MAX_ADDRESS_CHARS) return undefined;
   try {
-    let address = ipaddr.parse(ip);
+    return ipaddr.parse(ip);
+  } catch {
+    return undefined;
+  }
+}
+
+/** True when `address` lies in `cidr`; false for a range unparsable or longer than MAX_CIDR_CHARS. */
+function inRange(address: Address, cidr: string): boolean {
+  if (cidr.length > MAX_CIDR_CHARS) return false;
+  try {
     const [range, bits] = ipaddr.parseCIDR(cidr);
-    if (address.kind() !== range.kind()) {
-      if (address.kind() === "ipv6" && (address as ipaddr.IPv6).isIPv4MappedAddress()) {
-        address = (address as ipaddr.IPv6).toIPv4Address();
-      } else return false;
+    let candidate = address;
+    if (candidate.kind() !== range.kind()) {
+      if (candidate.kind() !== "ipv6" || !(candidate as ipaddr.IPv6).isIPv4MappedAddress()) return false;
+      candidate = (candidate as ipaddr.IPv6).toIPv4Address();
     }
-    return address.match(range, bits);
+    return candidate.match(range, bits);
   } catch {
     return false;
   }
+}
+
+/** True when `ip` lies in `cidr`; false for anything unparsable, never an error. */
+export function ipInCidr(ip: string, cidr: string): boolean {
+  const address = parseAddress(ip);
+  return address !== undefined && inRange(address, cidr);
+}
+
+/** True when `ip` lies in any of `cidrs`: the address is parsed once, each range once. */
+function ipInAnyCidr(ip: string, cidrs: Iterable<unknown>): boolean {
+  const address = parseAddress(ip);
+  if (address === undefined) return false;
+  for (const cidr of cidrs) if (typeof cidr === "string" && inRange(address, cidr)) return true;
+  return false;
+}
+
+/**
+ * The request's query parameters for getQueryParam/hasQueryParam, whose getAll and has scan every parameter:
+ * one unit per character of the query is charged before each scan (the meter sees only the name taken).
+ */
+function searchParams(): URLSearchParams | undefined {
+  const exchange = current?.exchange;
+  if (!exchange) return undefined;
+  exchange.budget.chargeCel(exchange.request.url.search.length);
+  return exchange.request.url.searchParams;
 }
 
 const STRING_LIST = listType(CelScalar.STRING);
@@ -73,15 +120,12 @@ const macros = [
   celFunc("hasReqHeader", [CelScalar.STRING], CelScalar.BOOL, (name) => headerValues(current?.exchange.request.headers, name).length > 0),
   celFunc("getResHeader", [CelScalar.STRING], STRING_LIST, (name) => headerValues(current?.exchange.response?.headers, name)),
   celFunc("hasResHeader", [CelScalar.STRING], CelScalar.BOOL, (name) => headerValues(current?.exchange.response?.headers, name).length > 0),
-  celFunc("getQueryParam", [CelScalar.STRING], STRING_LIST, (name) => current?.exchange.request.url.searchParams.getAll(name) ?? []),
-  celFunc("hasQueryParam", [CelScalar.STRING], CelScalar.BOOL, (name) => current?.exchange.request.url.searchParams.has(name) ?? false),
+  celFunc("getQueryParam", [CelScalar.STRING], STRING_LIST, (name) => searchParams()?.getAll(name) ?? []),
+  celFunc("hasQueryParam", [CelScalar.STRING], CelScalar.BOOL, (name) => searchParams()?.has(name) ?? false),
   // As ngrok's: a double in [0, 1), for splitting traffic at random (`rand.double() <= 0.2`).
   celFunc("rand.double", [], CelScalar.DOUBLE, () => Math.random()),
   celFunc("inCidrRange", [CelScalar.STRING, CelScalar.STRING], CelScalar.BOOL, (ip, cidr) => ipInCidr(ip, cidr)),
-  celFunc("inCidrRanges", [CelScalar.STRING, STRING_LIST], CelScalar.BOOL, (ip, cidrs) => {
-    for (const cidr of cidrs) if (typeof cidr === "string" && ipInCidr(ip, cidr)) return true;
-    return false;
-  }),
+  celFunc("inCidrRanges", [CelScalar.STRING, STRING_LIST], CelScalar.BOOL, (ip, cidrs) => ipInAnyCidr(ip, cidrs)),
 ];
 
 // The cost model admits only literal patterns, compiled at load: the regex engine only looks them up.
