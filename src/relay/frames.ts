@@ -10,6 +10,7 @@ import {
   MAX_HEADER_VALUE_CHARS,
   MAX_METHOD_CHARS,
   MAX_SCHEME_CHARS,
+  MAX_STATUS_TEXT_CHARS,
   MAX_TARGET_CHARS,
 } from "./head-bounds.ts";
 import { BODY_CHANNEL_MIN_BYTES, LARGE_DATA_CHUNK, MAX_DATA_CHUNK, MAX_RESET_MESSAGE } from "./protocol.ts";
@@ -102,7 +103,7 @@ export const payloadSchemas = {
   edge_decision: edgeDecisionSchema,
   response_head: z.object({
     status: z.number().int().min(100).max(599),
-    status_text: z.string().max(256).optional(),
+    status_text: z.string().max(MAX_STATUS_TEXT_CHARS).optional(),
     headers: headerList,
     /** The body comes through a body channel, not in data frames (see "Body channels"). */
     body_channel: z.literal(true).optional(),
@@ -139,7 +140,7 @@ export const FAST_PAYLOADS: Partial<{ [K in keyof Payloads]: (value: unknown) =>
     if (typeof value !== "object" || value === null) return undefined;
     const { status, status_text, headers, body_channel } = value as Record<string, unknown>;
     if (typeof status !== "number" || !Number.isInteger(status) || status < 100 || status > 599) return undefined;
-    if (status_text !== undefined && !isString(status_text, 0, 256)) return undefined;
+    if (status_text !== undefined && !isString(status_text, 0, MAX_STATUS_TEXT_CHARS)) return undefined;
     if (!isHeaderList(headers)) return undefined;
     if (body_channel !== undefined && body_channel !== true) return undefined;
     const head = status_text === undefined ? { status, headers } : { status, status_text, headers };

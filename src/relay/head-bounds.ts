@@ -16,6 +16,8 @@ export const MAX_HEADER_NAME_CHARS = 256;
 export const MAX_HEADER_VALUE_CHARS = 16 * 1024;
 /** Header fields of a head, those the edge adds (Host, the client's Accept-Encoding) included. */
 export const MAX_HEADER_FIELDS = 512;
+/** Characters of a response head's status text (the agent cuts a longer reason phrase). */
+export const MAX_STATUS_TEXT_CHARS = 256;
 /** Characters of the client address the edge sends (an IPv6 address has at most 45). */
 export const MAX_CLIENT_ADDR_CHARS = 64;
 /** Characters of the scheme ("http" or "https"). */

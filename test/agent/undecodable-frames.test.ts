@@ -3,10 +3,12 @@
  * edge hears, and the session and its other streams go on. Only a message whose framing is broken closes it.
  */
 
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { startAgent, type Agent } from "../../src/agent/agent.ts";
 import { parseAgentConfig } from "../../src/agent/settings/load.ts";
-import { encodeFrame, MAX_HEADER_VALUE_CHARS, type Frame } from "../../src/relay/index.ts";
+import { encodeFrame, MAX_HEADER_FIELDS, MAX_HEADER_VALUE_CHARS, MAX_STATUS_TEXT_CHARS, type Frame } from "../../src/relay/index.ts";
 import { startUpstream, type Upstream } from "../support/upstream.ts";
 import { FakeEdge, type FakeSession } from "./support/fake-edge.ts";
 
@@ -29,9 +31,9 @@ afterEach(async () => {
   agent = undefined;
 });
 
-/** An agent online with tunnel `web`, and its session at the fake edge. */
-async function online(): Promise<{ session: FakeSession; tunnelId: string }> {
-  const parsed = parseAgentConfig({ server_addr: edge.url, web_addr: false, tunnels: { web: { addr: upstream.port } } });
+/** An agent online with tunnel `web` (to `port`, the upstream's unless said), and its session at the fake edge. */
+async function online(port: number = upstream.port): Promise<{ session: FakeSession; tunnelId: string }> {
+  const parsed = parseAgentConfig({ server_addr: edge.url, web_addr: false, tunnels: { web: { addr: port } } });
   if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
   const tunnels = Object.entries(parsed.config.tunnels).map(([name, definition]) => ({ name, definition }));
   agent = await startAgent({ config: parsed.config, tunnels, backoff: { initialMs: 50, maxMs: 200 } });
@@ -100,5 +102,48 @@ describe("a frame the agent cannot decode", () => {
     const { session } = await online();
     session.ws.send(Buffer.from([1, 16, 0, 0, 0, 1, 0, 0, 9, 9]));
     await vi.waitFor(() => expect(session.closed).toBe(true));
+  });
+});
+
+describe("a local response head the edge could not take", () => {
+  let local: Server;
+  let port: number;
+
+  beforeAll(async () => {
+    local = createServer((request, response) => {
+      if (request.url === "/many") {
+        for (let i = 0; i <= MAX_HEADER_FIELDS; i++) response.setHeader(`x-${i}`, "v");
+        response.end("many");
+      } else {
+        response.writeHead(200, "R".repeat(MAX_STATUS_TEXT_CHARS + 44));
+        response.end("long reason");
+      }
+    });
+    await new Promise<void>((resolve) => local.listen(0, "127.0.0.1", resolve));
+    port = (local.address() as AddressInfo).port;
+  });
+
+  afterAll(async () => {
+    await new Promise((resolve) => local.close(resolve));
+  });
+
+  it("past the header bounds is reset upstream_error by the agent, saying why, instead of failing at the edge", async () => {
+    const { session, tunnelId } = await online(port);
+    const answer = await session.relay(tunnelId, { target: "/many" });
+    expect(answer.reset).toEqual({
+      code: "upstream_error",
+      // Node adds Date and Content-Length to the service's own fields
+      message: expect.stringMatching(
+        new RegExp(`^the response head from http://localhost:${port} cannot be relayed: it has 51\\d header fields, more than ${MAX_HEADER_FIELDS}$`),
+      ),
+    });
+    expect((await session.relay(tunnelId, { target: "/reason" })).status).toBe(200);
+  });
+
+  it("with a reason phrase past 256 characters is relayed with the phrase cut", async () => {
+    const { session, tunnelId } = await online(port);
+    session.send({ ...head(301, tunnelId), target: "/reason" } as Frame);
+    session.send({ type: "end", stream: 301, count: 0 });
+    expect(await session.next("response_head", (frame) => frame.stream === 301)).toMatchObject({ status: 200, status_text: "R".repeat(MAX_STATUS_TEXT_CHARS) });
   });
 });

@@ -10,6 +10,7 @@ import type http from "node:http";
 import { encodeDataInPlace } from "../../relay/frame-codec.ts";
 import type { FrameOf, StreamFrame } from "../../relay/frames.ts";
 import { endToEndHeaders, forwardedRequestHeaders, sendableCloseCode } from "../../relay/http-semantics.ts";
+import { headerListProblem, MAX_STATUS_TEXT_CHARS } from "../../relay/head-bounds.ts";
 import { INITIAL_STREAM_WINDOW, MAX_DATA_CHUNK, ResetCode } from "../../relay/protocol.ts";
 import { StreamTable, type StreamFailure } from "../../relay/stream-table.ts";
 import { WindowBudget } from "../../relay/window-budget.ts";
@@ -141,12 +142,15 @@ export class LocalForwarder {
     stream.clearTimers();
     const headers = endToEndHeaders(response.rawHeaders);
     const status = response.statusCode ?? 502;
+    const origin = stream.tunnel.url.origin;
+    // the edge would refuse the head and fail the stream anyway: say why here (Node takes up to 2000 fields)
+    const problem = headerListProblem(headers);
+    if (problem) return this.reset(stream, ResetCode.upstreamError, `the response head from ${origin} cannot be relayed: ${problem}`);
     // past the channels' bound a large body goes in frames, as to an edge without channels (connection-limits.ts)
     const plan = this.channels < MAX_BODY_CHANNELS ? channelFor(this.options.bodyChannel?.(), response, status, stream.method) : undefined;
-    const statusText = response.statusMessage ?? "";
+    const statusText = (response.statusMessage ?? "").slice(0, MAX_STATUS_TEXT_CHARS);
     this.options.send({ type: "response_head", stream: stream.id, status, status_text: statusText, headers, ...(plan ? { body_channel: true } : {}) });
     stream.observer.onResponseHead?.({ status, statusText, headers, httpVersion: response.httpVersion });
-    const origin = stream.tunnel.url.origin;
     response.on("error", (error) => {
       if (!stream.closed) this.reset(stream, ResetCode.upstreamError, `the response from ${origin} broke off: ${error.message}`);
     });

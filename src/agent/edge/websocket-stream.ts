@@ -2,6 +2,7 @@
 
 import { closeReason } from "../../close-reason.ts";
 import type { Frame, FrameOf } from "../../relay/frames.ts";
+import { headerListProblem, MAX_STATUS_TEXT_CHARS } from "../../relay/head-bounds.ts";
 import { sendableCloseCode } from "../../relay/http-semantics.ts";
 import { ResetCode } from "../../relay/protocol.ts";
 import { UNREACHABLE, type AgentStream } from "./agent-stream.ts";
@@ -30,6 +31,8 @@ export function openWebSocket(
     {
       open: (responseHeaders) => {
         if (stream.closed) return stream.socket?.terminate();
+        const problem = headerListProblem(responseHeaders);
+        if (problem) return relay.reset(stream, ResetCode.upstreamError, `the WebSocket answer from ${origin} cannot be relayed: ${problem}`);
         stream.responded = true;
         relay.send({ type: "response_head", stream: stream.id, status: 101, status_text: "Switching Protocols", headers: responseHeaders });
         stream.observer.onResponseHead?.({ status: 101, statusText: "Switching Protocols", headers: responseHeaders, httpVersion: "1.1" });
@@ -43,8 +46,11 @@ export function openWebSocket(
         stream.observer.onResponseEnd?.(stream.elapsedNs());
         relay.close(stream);
       },
-      refused: (status, statusText, responseHeaders, body) => {
+      refused: (status, reason, responseHeaders, body) => {
         if (stream.closed) return;
+        const problem = headerListProblem(responseHeaders);
+        if (problem) return relay.reset(stream, ResetCode.upstreamError, `the answer from ${origin} cannot be relayed: ${problem}`);
+        const statusText = reason.slice(0, MAX_STATUS_TEXT_CHARS);
         stream.responded = true;
         relay.send({ type: "response_head", stream: stream.id, status, status_text: statusText, headers: responseHeaders });
         stream.observer.onResponseHead?.({ status, statusText, headers: responseHeaders, httpVersion: "1.1" });
