@@ -40,16 +40,16 @@ const OTHER_CONTENT_TYPE: StreamBody = { absent: "the content type is neither JS
  * A JSON body's value, read from its branch within MAX_SETTLE_BODY_BYTES and, as it arrives, within `hold` (of
  * the isolate's body budget): a body the budget cannot hold is not read, and the estimate stays.
  */
-async function jsonBody(branch: ReadableStream<Uint8Array>, hold?: ReadAllowance): Promise<StreamBody> {
+async function jsonBody(branch: ReadableStream<Uint8Array>, hold?: ReadAllowance, idleMs?: number): Promise<StreamBody> {
   let text: string | undefined;
   try {
-    const read = await bytesWithin(branch, MAX_SETTLE_BODY_BYTES, hold);
+    const read = await bytesWithin(branch, MAX_SETTLE_BODY_BYTES, hold, idleMs);
     if (!read.ok && read.why === "busy") return { absent: "the gateway holds as many bodies as its budget lets it; not read" };
     text = read.ok ? new TextDecoder().decode(read.bytes) : undefined;
   } catch {
     // The upstream broke off: a partial body settles nothing.
   }
-  if (text === undefined) return { absent: `a body of more than ${MAX_SETTLE_BODY_BYTES} bytes, or broken off` };
+  if (text === undefined) return { absent: `a body of more than ${MAX_SETTLE_BODY_BYTES} bytes, or broken off, or silent` };
   const value = jsonBodyValue(text);
   return value === undefined ? { absent: "not JSON, or nested too deep" } : { value };
 }
@@ -73,7 +73,8 @@ async function streamBody(branch: ReadableStream<Uint8Array>): Promise<StreamBod
 /**
  * The response to send on, after starting the exchange's settles on it: `response` itself, or, when a settle
  * reads the body of a JSON or event-stream response, the same status and headers with the client's branch of it.
- * `bodies`: the budget a JSON body read holds its bytes of (an event stream is read without holding it whole).
+ * `bodies`: the budget a JSON body read holds its bytes of, and gives up on after its read idle time without a
+ * chunk (an event stream is read without holding it whole).
  */
 export function settleOnResponse(
   response: Response,
@@ -88,7 +89,7 @@ export function settleOnResponse(
   // The headers as the upstream sent them, copied: the outbound policy may change the response's afterwards.
   const headers = new Headers(response.headers);
   const contentType = headers.get("content-type");
-  const json = (branch: ReadableStream<Uint8Array>) => jsonBody(branch, bodies?.budget.hold(bodies.party));
+  const json = (branch: ReadableStream<Uint8Array>) => jsonBody(branch, bodies?.budget.hold(bodies.party), bodies?.budget.limits.readIdleMs);
   const reader = isJsonContentType(contentType) ? json : isEventStreamContentType(contentType) ? streamBody : undefined;
   let unread: StreamBody | undefined;
   if (!settles.some((settle) => settle.readsBody)) unread = NO_BODY;

@@ -5,7 +5,7 @@
  * bytes are the isolate's body budget's while they are read (src/policy/body-budget.ts).
  */
 
-import { joinChunks } from "../bounded-read.ts";
+import { joinChunks, nextChunk } from "../bounded-read.ts";
 import { type ErrorDetails, ServiceError } from "../errors.ts";
 import type { BodyAllowance, BodyBudgetLimits, BodyHold } from "./body-budget.ts";
 
@@ -129,20 +129,6 @@ export class RequestBody {
       retryAfter,
       message: `the gateway holds as many request bodies as it may (${limits.partyBytes} bytes per owner, ${limits.totalBytes} in all); send it again in ${retryAfter} s`,
     };
-  }
-}
-
-/** The next chunk; when `idleMs` is given, one that does not come within it breaks the read off (throws). */
-async function nextChunk(reader: ReadableStreamDefaultReader<Uint8Array>, idleMs: number | undefined): Promise<ReadableStreamReadResult<Uint8Array>> {
-  if (idleMs === undefined) return reader.read();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const silent = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`nothing arrived for ${idleMs / 1000} s`)), idleMs);
-  });
-  try {
-    return await Promise.race([reader.read(), silent]);
-  } finally {
-    if (timer !== undefined) clearTimeout(timer);
   }
 }
 

@@ -221,6 +221,13 @@ describe("a request body read within the budget", () => {
     await expect(pending).rejects.toThrow("upstream reset");
     expect(budget.heldBytes).toBe(0);
   });
+
+  it("a settle's bounded read that sends nothing for the read idle time is given up, and its hold given back", async () => {
+    const budget = new BodyBudget(LIMITS);
+    const silent = streamOf([new Uint8Array(10)], false);
+    await expect(bytesWithin(silent.stream, 100, budget.hold("a"), 20)).rejects.toThrow("nothing arrived for 0.02 s");
+    expect(budget.heldBytes).toBe(0);
+  });
 });
 
 describe("verify-webhook with the budget spent", () => {
