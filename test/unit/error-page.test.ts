@@ -45,6 +45,14 @@ describe("the HTML error page", () => {
     expect(errorPageHtml(new ServiceError(404, ErrorCode.notFound, "x"), "op_1")).toContain("Check the address for a typing mistake.");
   });
 
+  it("names the reason of the statuses the edge answers heads and floods with (414, 429, 431, 501)", () => {
+    const shown = (status: number) => errorPageHtml(new ServiceError(status, 3210, "x"), "op_1");
+    expect(shown(414)).toContain("414 URI Too Long");
+    expect(shown(429)).toContain("429 Too Many Requests");
+    expect(shown(431)).toContain("431 Request Header Fields Too Large");
+    expect(shown(501)).toContain("501 Not Implemented");
+  });
+
   it("is served with the status, the error's headers and headers that keep it inert", async () => {
     const response = errorPageResponse(new ServiceError(405, ErrorCode.methodNotAllowed, "no", {}, { allow: "GET, HEAD" }), "op_9");
     expect(response.status).toBe(405);

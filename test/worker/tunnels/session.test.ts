@@ -181,7 +181,8 @@ describe("relaying public requests", () => {
     expect(await response.text()).toBe("hello world");
   });
 
-  it("takes data frames up to the LARGE_DATA_CHUNK its welcome announced, and closes the session on a larger one", async () => {
+  // A larger one resets its stream only: relay-bounds.test.ts › "a data frame past the LARGE_DATA_CHUNK…".
+  it("takes data frames up to the LARGE_DATA_CHUNK its welcome announced", async () => {
     const { agent } = await agentSession();
     const tunnel = await agent.startOk();
     const pending = publicFetch(tunnel.public_url!, "/large");
@@ -192,15 +193,6 @@ describe("relaying public requests", () => {
     agent.send({ type: "end", stream: head.stream, count: 1 });
     const response = await pending;
     expect(firstDifference(new Uint8Array(await response.arrayBuffer()), body)).toBe(-1);
-
-    const next = publicFetch(tunnel.public_url!, "/too-large");
-    const second = await agent.next("request_head");
-    agent.send({ type: "response_head", stream: second.stream, status: 200, headers: [] });
-    agent.send({ type: "data", stream: second.stream, seq: 0, bytes: new Uint8Array(LARGE_DATA_CHUNK + 1) });
-    await expect.poll(() => agent.closed, SETTLES).toBeDefined();
-    expect(agent.closed).toMatchObject({ code: 1002 });
-    expect(agent.closed?.reason).toContain(`exceeds ${LARGE_DATA_CHUNK}`);
-    await next.then((r) => r.arrayBuffer()).catch(() => undefined);
   });
 
   it("answers 404 with ERR_SVC_3200 for a host no tunnel serves", async () => {
