@@ -1,6 +1,7 @@
 /** JSON request bodies: read, parse and validate against a zod schema, with errors that name the field. */
 
 import type { z } from "@hono/zod-openapi";
+import { bytesWithin } from "../bounded-read.ts";
 import { ErrorCode, ServiceError } from "../errors.ts";
 import type { ManagementContext } from "./context.ts";
 import { fieldPath, unknownFieldError } from "./unknown-fields.ts";
@@ -48,8 +49,16 @@ export async function readJsonObject(c: ManagementContext): Promise<Record<strin
   }
   const declaredLength = Number(c.req.header("content-length") ?? "0");
   if (declaredLength > MAX_BODY_BYTES) throw tooLarge();
-  const bytes = new Uint8Array(await c.req.arrayBuffer());
-  if (bytes.byteLength > MAX_BODY_BYTES) throw tooLarge();
+  // Read chunk by chunk and given up past the bound: a chunked body declares no length, and reading it whole
+  // first would hold whatever the client sends.
+  const body = c.req.raw.body;
+  const read = body
+    ? await bytesWithin(body, MAX_BODY_BYTES).catch((error: unknown) => {
+        throw new ServiceError(400, ErrorCode.unparseableBody, `The request body broke off: ${(error as Error).message}`);
+      })
+    : { ok: true as const, bytes: new Uint8Array(0) };
+  if (!read.ok) throw tooLarge();
+  const bytes = read.bytes;
   // Decoded strictly: replacing ill-formed bytes by U+FFFD would store something the client never sent.
   const decoded = decodeUtf8(bytes);
   if (!decoded.ok) {

@@ -114,6 +114,28 @@ describe("request bodies that are not UTF-8", () => {
     expect(response.status).toBe(400);
     expect(envelope).toMatchObject({ error_code: "ERR_SVC_213", msg: `The request body is larger than ${MAX_BODY_BYTES} bytes.` });
   });
+
+  it("hostile: a streamed body of 8 MiB is given up past the bound, not read whole first", async () => {
+    const chunk = new Uint8Array(16 * 1024).fill(0x20);
+    let pulled = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (pulled === 0) controller.enqueue(new TextEncoder().encode('{"name":"'));
+        if (pulled >= 8 * 1024 * 1024) return controller.close();
+        pulled += chunk.byteLength;
+        controller.enqueue(chunk);
+      },
+    });
+    const response = await SELF.fetch(`${ORIGIN}/bot_users`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TEST_KEYS.devSecond.key}`, "service-version": "2", "content-type": "application/json" },
+      body,
+    });
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { error_code: string }).error_code).toBe("ERR_SVC_213");
+    // What the pipe between the test and the Worker buffers besides the 64 KiB read; the whole 8 MiB before.
+    expect(pulled).toBeLessThan(2 * 1024 * 1024);
+  });
 });
 
 describe("query parameters", () => {
