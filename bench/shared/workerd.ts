@@ -1,7 +1,9 @@
 /**
  * Serves one bundled Worker from its own workerd through the Miniflare API: bindings taken from a
- * wrangler config (as `wrangler dev` would), logging quiet, no request log, no inspector,
- * SQLite-backed Durable Objects persisted to a directory. Not `wrangler dev`: see BENCH.md.
+ * wrangler config (as `wrangler dev` would), logging quiet, no request log, no inspector unless asked,
+ * SQLite-backed Durable Objects persisted to a directory, V8 flags if given. Not `wrangler dev`: see BENCH.md.
+ * `BENCH_V8_FLAGS` (space-separated, e.g. `--max-heap-size=128`) gives V8 flags to every bench's workerd that sets
+ * none itself; workerd aborting on a V8 fatal error (a heap past its cap) is always written to stderr.
  */
 
 import { copyFileSync, mkdirSync } from "node:fs";
@@ -9,6 +11,7 @@ import { basename, dirname, join } from "node:path";
 import type { Readable } from "node:stream";
 import { Miniflare, NoOpLog } from "miniflare";
 import { childProcesses, cpuSeconds } from "./process-cpu.ts";
+import { withV8Flags } from "./v8-flags.ts";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
 
 export interface WorkerHost {
@@ -18,6 +21,8 @@ export interface WorkerHost {
   cpuSeconds(): number | undefined;
   /** The workerd process's id (Linux), or undefined when it could not be told apart. */
   readonly pid: number | undefined;
+  /** http://127.0.0.1:<port> of workerd's inspector (its /json/list names the targets), when one was asked for. */
+  readonly inspectorOrigin: string | undefined;
   /** The last lines workerd wrote (console output of the Worker), repeats folded, for diagnostics. */
   recentOutput(): string;
   /** How many lines written so far contain `marker` (one of HostOptions.countLinesContaining). */
@@ -37,11 +42,16 @@ export interface HostOptions {
   readonly persistDir: string;
   /** Markers whose lines in the Worker's output are counted (e.g. its fail-open log line). */
   readonly countLinesContaining?: readonly string[];
-  /** Opens workerd's inspector on this port (bench/gateway/profile.ts only: an inspector costs throughput). */
+  /** Opens workerd's inspector on this port, 0 for any free one (an inspector session costs throughput). */
   readonly inspectorPort?: number;
+  /** V8 flags for the whole workerd process, e.g. `--max-heap-size=128` (see v8-flags.ts); default BENCH_V8_FLAGS. */
+  readonly v8Flags?: readonly string[];
 }
 
 const OUTPUT_LINES = 40;
+/** How workerd's last lines begin when V8 gives up (e.g. "V8 fatal error; location = Reached heap limit"). */
+const FATAL = /V8 fatal error|Received signal/;
+const ENV_V8_FLAGS = (process.env.BENCH_V8_FLAGS ?? "").split(" ").filter(Boolean);
 
 /** Distinct lines in order of first appearance, each with how often it came. */
 function foldRepeats(lines: readonly string[]): string {
@@ -62,10 +72,14 @@ export async function hostWorker(options: HostOptions): Promise<WorkerHost> {
   const keep = (chunk: Buffer) => {
     const lines = chunk.toString("utf8").split("\n").filter(Boolean);
     for (const line of lines) for (const [marker, count] of counts) if (line.includes(marker)) counts.set(marker, count + 1);
+    for (const line of lines) if (FATAL.test(line)) process.stderr.write(`${options.name}'s workerd: ${line}\n`);
     output.push(...lines);
     if (output.length > OUTPUT_LINES) output.splice(0, output.length - OUTPUT_LINES);
   };
   const workerdBefore = new Set(childProcesses("workerd"));
+  // The persist directory is this host's own, and Miniflare writes its path into the config.
+  const v8Flags = options.v8Flags ?? ENV_V8_FLAGS;
+  const flagsApplied = v8Flags.length > 0 ? withV8Flags(options.persistDir, v8Flags) : () => true;
   const mf = new Miniflare({
     host: "127.0.0.1",
     port: 0,
@@ -92,16 +106,24 @@ export async function hostWorker(options: HostOptions): Promise<WorkerHost> {
     ],
   });
   let url: string;
+  let inspectorOrigin: string | undefined;
   try {
     url = (await mf.ready).toString().replace(/\/$/, "");
+    if (options.inspectorPort !== undefined) inspectorOrigin = `http://127.0.0.1:${new URL(await mf.getInspectorURL()).port}`;
   } catch (error) {
+    flagsApplied();
     throw new Error(`${options.name}: workerd did not start: ${(error as Error).message}\n${output.join("\n")}`, { cause: error });
+  }
+  if (!flagsApplied()) {
+    await mf.dispose();
+    throw new Error(`${options.name}: the V8 flags were not written into workerd's config (its persist directory not found in it)`);
   }
   const workerd = childProcesses("workerd").filter((pid) => !workerdBefore.has(pid));
   const pid = workerd.length === 1 ? workerd[0] : undefined;
   return {
     url,
     pid,
+    inspectorOrigin,
     cpuSeconds: () => cpuSeconds(pid),
     recentOutput: () => foldRepeats(output),
     linesContaining: (marker) => counts.get(marker) ?? 0,
