@@ -11,6 +11,7 @@ import { ForwardChain, internalTargetNotFound } from "../policy/forward-chain.ts
 import { isInternalHost } from "../policy/internal-url.ts";
 import type { InternalTargets, PolicyTarget } from "../policy/target.ts";
 import type { BodyAllowance, IsolateBodies } from "../policy/body-budget.ts";
+import { clientIpBucket } from "../policy/client-ip-bucket.ts";
 import type { IsolateBuckets } from "../limiter/isolate-buckets.ts";
 import { ingressId } from "../ingress.ts";
 import { withRateLimitFields } from "../policy/rate-limit-fields.ts";
@@ -62,7 +63,15 @@ export async function runThroughPolicy(
   passage: PolicyPassage = {},
 ): Promise<Response> {
   const { url = new URL(request.url), afterResponse, chain } = passage;
-  const bodies: BodyAllowance | undefined = isolate.bodies && { budget: isolate.bodies.budget, party: isolate.bodies.partyOf(target.scope) };
+  const client = chain ? chain.clientIp : clientIp(request);
+  const bodies: BodyAllowance | undefined = isolate.bodies && {
+    budget: isolate.bodies.budget,
+    party: isolate.bodies.partyOf(target.scope),
+    // Grouped only when a read begins (an IPv6 address is parsed), never on the path of a request with no body read.
+    get client() {
+      return clientIpBucket(client);
+    },
+  };
   const view = new ExchangeRequestView(request, url, bodies);
   // A forwarded request keeps the client's address (a policy may have rewritten the header) and its budget.
   let forwarded: Response | undefined;
@@ -70,7 +79,7 @@ export async function runThroughPolicy(
   const exchange: Exchange = {
     scope: target.scope,
     afterResponse,
-    clientIp: chain ? chain.clientIp : clientIp(request),
+    clientIp: client,
     request: view,
     vars: initialVars(),
     budget: chain ? chain.budget : new EvaluationBudget(),

@@ -89,7 +89,7 @@ export function settleOnResponse(
   // The headers as the upstream sent them, copied: the outbound policy may change the response's afterwards.
   const headers = new Headers(response.headers);
   const contentType = headers.get("content-type");
-  const json = (branch: ReadableStream<Uint8Array>) => jsonBody(branch, bodies?.budget.hold(bodies.party), bodies?.budget.limits.readIdleMs);
+  const json = (branch: ReadableStream<Uint8Array>) => jsonBody(branch, bodies?.budget.hold(bodies.party, bodies.client), bodies?.budget.limits.readIdleMs);
   const reader = isJsonContentType(contentType) ? json : isEventStreamContentType(contentType) ? streamBody : undefined;
   let unread: StreamBody | undefined;
   if (!settles.some((settle) => settle.readsBody)) unread = NO_BODY;

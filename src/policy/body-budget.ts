@@ -11,6 +11,11 @@ export interface BodyBudgetLimits {
   /** Bytes the reads of one party (a tunnel's account; the operator's routes) may hold at once. */
   readonly partyBytes: number;
   /**
+   * Bytes the reads of one client (its address, an IPv6 client's /64) may hold at once, whatever party they are
+   * for: one client stalling uploads holds at most this of a party's share, not all of it.
+   */
+  readonly clientBytes: number;
+  /**
    * Milliseconds a read may wait for its next chunk before it is given up. A hold not renewed for three times
    * this is taken as abandoned and given back: its read can no longer be live (it would have been given up), so
    * its request ended without its code running on (a client that vanished cancels the invocation).
@@ -23,11 +28,21 @@ export interface BodyBudgetLimits {
 const MIB = 1024 * 1024;
 
 /**
- * 16 MiB in all, 4 MiB per party: with the transient copy a finished read makes (its chunks joined), at most
- * 32 MiB of an isolate's 128 MB go to held bodies, however many uploads stall. A party's 4 MiB is four webhooks
- * of the 1 MiB a read may take, or hundreds of the few KB real ones weigh.
+ * 16 MiB in all, 4 MiB per party, 1 MiB per client: with the transient copy a finished read makes (its chunks
+ * joined), at most 32 MiB of an isolate's 128 MB go to held bodies, however many uploads stall. A party's 4 MiB
+ * is four webhooks of the 1 MiB a read may take, or hundreds of the few KB real ones weigh; a client's 1 MiB is
+ * one of the largest, so it takes four clients to fill a party's share.
  */
-export const BODY_BUDGET_LIMITS: BodyBudgetLimits = { totalBytes: 16 * MIB, partyBytes: 4 * MIB, readIdleMs: 10_000, retryAfterSeconds: 2 };
+export const BODY_BUDGET_LIMITS: BodyBudgetLimits = {
+  totalBytes: 16 * MIB,
+  partyBytes: 4 * MIB,
+  clientBytes: MIB,
+  readIdleMs: 10_000,
+  retryAfterSeconds: 2,
+};
+
+/** Characters of a client's name kept as its key (an address's text is at most 45; a forged header may be longer). */
+const MAX_CLIENT_KEY_CHARS = 64;
 
 /** Bytes one read holds of a budget. */
 export interface BodyHold {
@@ -38,14 +53,17 @@ export interface BodyHold {
   readonly bytes: number;
 }
 
-/** Where one exchange's reads take their bytes from: a budget, under the party its target belongs to. */
+/** Where one exchange's reads take their bytes from: a budget, under the party its target belongs to and its client. */
 export interface BodyAllowance {
   readonly budget: BodyBudget;
   readonly party: string;
+  /** The client's address group (client-ip-bucket.ts); absent or empty: the client is not told apart. */
+  readonly client?: string;
 }
 
 interface Held {
   readonly party: string;
+  readonly client: string;
   bytes: number;
   renewedAt: number;
   released: boolean;
@@ -54,6 +72,7 @@ interface Held {
 export class BodyBudget {
   private total = 0;
   private readonly parties = new Map<string, number>();
+  private readonly clients = new Map<string, number>();
   /** Holds with bytes, for the sweep of abandoned ones. */
   private readonly live = new Set<Held>();
   /** Covers refused, and abandoned holds given back by the sweep. */
@@ -74,9 +93,14 @@ export class BodyBudget {
     return this.parties.get(party) ?? 0;
   }
 
-  /** A hold of no bytes yet, for one read by `party`. */
-  hold(party: string): BodyHold {
-    const held: Held = { party, bytes: 0, renewedAt: this.now(), released: false };
+  /** Bytes held by reads of `client`. */
+  heldByClient(client: string): number {
+    return this.clients.get(client.slice(0, MAX_CLIENT_KEY_CHARS)) ?? 0;
+  }
+
+  /** A hold of no bytes yet, for one read by `party` (from `client`, when told apart). */
+  hold(party: string, client = ""): BodyHold {
+    const held: Held = { party, client: client.slice(0, MAX_CLIENT_KEY_CHARS), bytes: 0, renewedAt: this.now(), released: false };
     return {
       cover: (bytes) => this.cover(held, bytes),
       release: () => this.release(held),
@@ -91,22 +115,24 @@ export class BodyBudget {
     held.renewedAt = this.now();
     const more = bytes - held.bytes;
     if (more <= 0) return true;
-    if (!this.fits(held.party, more)) {
+    if (!this.fits(held, more)) {
       // Only when refusing: abandoned holds cost the busy path, never a read that fits.
-      if (this.sweep() === 0 || !this.fits(held.party, more)) {
+      if (this.sweep() === 0 || !this.fits(held, more)) {
         this.stats.refused++;
         return false;
       }
     }
     this.total += more;
     this.parties.set(held.party, this.heldBy(held.party) + more);
+    if (held.client !== "") this.clients.set(held.client, this.heldByClient(held.client) + more);
     held.bytes = bytes;
     this.live.add(held);
     return true;
   }
 
-  private fits(party: string, more: number): boolean {
-    return this.total + more <= this.limits.totalBytes && this.heldBy(party) + more <= this.limits.partyBytes;
+  private fits(held: Held, more: number): boolean {
+    if (held.client !== "" && this.heldByClient(held.client) + more > this.limits.clientBytes) return false;
+    return this.total + more <= this.limits.totalBytes && this.heldBy(held.party) + more <= this.limits.partyBytes;
   }
 
   private release(held: Held): void {
@@ -117,6 +143,11 @@ export class BodyBudget {
     const left = this.heldBy(held.party) - held.bytes;
     if (left === 0) this.parties.delete(held.party);
     else this.parties.set(held.party, left);
+    if (held.client !== "") {
+      const clientLeft = this.heldByClient(held.client) - held.bytes;
+      if (clientLeft === 0) this.clients.delete(held.client);
+      else this.clients.set(held.client, clientLeft);
+    }
     this.live.delete(held);
   }
 

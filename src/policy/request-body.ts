@@ -79,7 +79,7 @@ export class RequestBody {
     }
     const declared = Number(this.declaredLength ?? Number.NaN);
     if (declared > this.limit) return { ok: false, tooLarge: true, limit: this.limit };
-    const hold = this.allowance?.budget.hold(this.allowance.party);
+    const hold = this.allowance?.budget.hold(this.allowance.party, this.allowance.client);
     const limits = this.allowance?.budget.limits;
     // Taken before a byte is read when the length is declared: a body that cannot be held is not begun.
     if (hold && limits && declared > 0 && !hold.cover(declared)) return this.busy(hold, limits);
@@ -127,7 +127,7 @@ export class RequestBody {
       tooLarge: false,
       busy: true,
       retryAfter,
-      message: `the gateway holds as many request bodies as it may (${limits.partyBytes} bytes per owner, ${limits.totalBytes} in all); send it again in ${retryAfter} s`,
+      message: `the gateway holds as many request bodies as it may (${limits.clientBytes} bytes per client, ${limits.partyBytes} per owner, ${limits.totalBytes} in all); send it again in ${retryAfter} s`,
     };
   }
 }

@@ -16,7 +16,7 @@ import { MemoryCounter } from "../support/memory-counter.ts";
 import { BODY_BUDGET_LIMITS, BodyBudget, type BodyBudgetLimits, type BodyHold } from "../../../src/policy/body-budget.ts";
 import { RequestBody } from "../../../src/policy/request-body.ts";
 
-const LIMITS: BodyBudgetLimits = { totalBytes: 1000, partyBytes: 400, readIdleMs: 1000, retryAfterSeconds: 2 };
+const LIMITS: BodyBudgetLimits = { totalBytes: 1000, partyBytes: 400, clientBytes: 250, readIdleMs: 1000, retryAfterSeconds: 2 };
 
 function clock(start = 0) {
   let at = start;
@@ -49,6 +49,24 @@ describe("BodyBudget", () => {
     expect(budget.hold("c").cover(201)).toBe(false);
     expect(budget.hold("c").cover(200)).toBe(true);
     expect(budget.heldBytes).toBe(1000);
+  });
+
+  it("hostile: one client stalling uploads holds at most its share of a party; the party's other clients go on", () => {
+    const budget = new BodyBudget(LIMITS);
+    expect(budget.hold("a", "203.0.113.9").cover(200)).toBe(true);
+    expect(budget.hold("a", "203.0.113.9").cover(51)).toBe(false);
+    expect(budget.hold("b", "203.0.113.9").cover(51)).toBe(false);
+    expect(budget.hold("a", "198.51.100.7").cover(200)).toBe(true);
+    expect(budget.heldByClient("203.0.113.9")).toBe(200);
+    expect(budget.heldBy("a")).toBe(400);
+  });
+
+  it("a forged client name past 64 characters is kept by its first 64", () => {
+    const budget = new BodyBudget(LIMITS);
+    const forged = "x".repeat(16 * 1024);
+    expect(budget.hold("a", forged).cover(250)).toBe(true);
+    expect(budget.hold("a", `${forged}y`).cover(1)).toBe(false);
+    expect(budget.heldByClient("x".repeat(64))).toBe(250);
   });
 
   it("released, a hold gives back all its bytes once, and covers nothing after", () => {
@@ -97,7 +115,7 @@ describe("BodyBudget", () => {
   /** One step of a run: a new hold, a cover of one, a release of one, or time passing. */
   type Step = { op: "hold"; party: number } | { op: "cover"; index: number; bytes: number } | { op: "release"; index: number } | { op: "wait"; ms: number };
   const step: fc.Arbitrary<Step> = fc.oneof(
-    fc.record({ op: fc.constant("hold" as const), party: fc.nat(3) }),
+    fc.record({ op: fc.constant("hold" as const), party: fc.nat(3), client: fc.nat(2) }),
     fc.record({ op: fc.constant("cover" as const), index: fc.nat(40), bytes: fc.nat(600) }),
     fc.record({ op: fc.constant("release" as const), index: fc.nat(40) }),
     fc.record({ op: fc.constant("wait" as const), ms: fc.nat(2 * LIMITS.readIdleMs) }),
@@ -110,7 +128,9 @@ describe("BodyBudget", () => {
         const budget = new BodyBudget(LIMITS, time.now);
         const holds: Array<{ hold: BodyHold; party: string; released: boolean }> = [];
         for (const next of steps) {
-          if (next.op === "hold") holds.push({ hold: budget.hold(`p${next.party}`), party: `p${next.party}`, released: false });
+          // Client 0 is not told apart (no address), the others are.
+          if (next.op === "hold")
+            holds.push({ hold: budget.hold(`p${next.party}`, next.client === 0 ? "" : `c${next.client}`), party: `p${next.party}`, released: false });
           else if (next.op === "wait") time.advance(next.ms);
           else {
             const entry = holds[next.index % Math.max(1, holds.length)];
@@ -135,6 +155,10 @@ describe("BodyBudget", () => {
             sum += held;
           }
           expect(sum).toBe(budget.heldBytes);
+          for (const client of ["c1", "c2"]) {
+            expect(budget.heldByClient(client)).toBeGreaterThanOrEqual(0);
+            expect(budget.heldByClient(client)).toBeLessThanOrEqual(LIMITS.clientBytes);
+          }
         }
         // Releasing each hold (twice, as a finally after a catch might) brings the budget back to exactly 0.
         for (const entry of holds) {
@@ -143,6 +167,7 @@ describe("BodyBudget", () => {
         }
         expect(budget.heldBytes).toBe(0);
         for (const party of ["p0", "p1", "p2", "p3"]) expect(budget.heldBy(party)).toBe(0);
+        for (const client of ["c1", "c2"]) expect(budget.heldByClient(client)).toBe(0);
       }),
       { numRuns: 500 },
     );

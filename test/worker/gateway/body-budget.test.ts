@@ -15,7 +15,7 @@ const upstream = `http://127.0.0.1:${inject("upstreamPort")}`;
 const SECRET = "budget-secret";
 const CHUNK = 16 * 1024;
 /** Four stalled chunks fill a party's share; the idle time is far beyond any test's length. */
-const LIMITS: BodyBudgetLimits = { totalBytes: 8 * CHUNK, partyBytes: 4 * CHUNK, readIdleMs: 600_000, retryAfterSeconds: 2 };
+const LIMITS: BodyBudgetLimits = { totalBytes: 8 * CHUNK, partyBytes: 4 * CHUNK, clientBytes: 4 * CHUNK, readIdleMs: 600_000, retryAfterSeconds: 2 };
 
 const hook = `on_http_request:\n  - actions:\n      - type: verify-webhook\n        config: { provider: github, secret: ${SECRET} }\n`;
 const jwt = [
@@ -62,14 +62,16 @@ async function signedHook(path: string): Promise<Request> {
 
 /** Uploads that send one chunk and then nothing, until aborted (the client vanishing mid-upload). */
 const stalled: Array<ReadableStreamDefaultController<Uint8Array>> = [];
-function stalledUpload(path: string): Request {
+function stalledUpload(path: string, client?: string): Request {
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
       stalled.push(controller);
       controller.enqueue(new Uint8Array(CHUNK));
     },
   });
-  return new Request(`http://gw.test${path}`, { method: "POST", headers: { "x-hub-signature-256": `sha256=${"0".repeat(64)}` }, body });
+  const headers: Record<string, string> = { "x-hub-signature-256": `sha256=${"0".repeat(64)}` };
+  if (client) headers["cf-connecting-ip"] = client;
+  return new Request(`http://gw.test${path}`, { method: "POST", headers, body });
 }
 
 function abortStalled(): void {
@@ -89,7 +91,7 @@ describe("the isolate's body budget", () => {
     expect(await refused.json()).toMatchObject({
       error_code: "ERR_SVC_3204",
       status_code: 503,
-      msg: `The request body could not be read: the gateway holds as many request bodies as it may (${4 * CHUNK} bytes per owner, ${8 * CHUNK} in all); send it again in 2 s.`,
+      msg: `The request body could not be read: the gateway holds as many request bodies as it may (${4 * CHUNK} bytes per client, ${4 * CHUNK} per owner, ${8 * CHUNK} in all); send it again in 2 s.`,
       details: { retry_after: 2, provider: "github" },
     });
 
@@ -102,6 +104,23 @@ describe("the isolate's body budget", () => {
     expect(budget.heldBytes).toBe(0);
     const again = await send(routes, await signedHook("/a"), {}, undefined, isolate);
     expect(again.status).toBe(200);
+  });
+
+  it("hostile: one client's stalled uploads hold at most its share; the same owner's webhooks from other clients are served", async () => {
+    const budget = new BodyBudget({ ...LIMITS, clientBytes: 2 * CHUNK });
+    const isolate = { ...newIsolate(), bodies: { budget, partyOf: () => "a" } };
+    const uploads = Array.from({ length: 4 }, () => send(routes, stalledUpload("/a", "203.0.113.9"), {}, undefined, isolate));
+    await vi.waitFor(() => expect(budget.heldByClient("203.0.113.9")).toBe(2 * CHUNK));
+    const answers = await Promise.all(uploads.slice(2));
+    expect(answers.map((answer) => answer.status).filter((status) => status === 503)).toHaveLength(2);
+    expect(budget.heldBy("a")).toBe(2 * CHUNK);
+
+    const fromAnother = await signedHook("/a");
+    fromAnother.headers.set("cf-connecting-ip", "198.51.100.7");
+    expect((await send(routes, fromAnother, {}, undefined, isolate)).status).toBe(200);
+    abortStalled();
+    await Promise.all(uploads);
+    expect(budget.heldBytes).toBe(0);
   });
 
   it("refuses a body whose declared length does not fit before reading it, and a JWT read from the body the same", async () => {
