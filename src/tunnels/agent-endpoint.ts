@@ -8,7 +8,7 @@ import { compilePolicy, type CompiledPolicy } from "../policy/compile.ts";
 import { newId } from "../ids.ts";
 import { TunnelErrorCode } from "./errors.ts";
 import { publicBaseOf } from "./hostnames.ts";
-import { PROTOCOL_VERSION } from "./protocol.ts";
+import { PROTOCOL_VERSION } from "../relay/index.ts";
 import type { TunnelServices } from "./services.ts";
 import { CONNECT_PATH, SESSION_INFO_HEADER } from "./session-object.ts";
 import type { SessionInfo } from "./session-store.ts";

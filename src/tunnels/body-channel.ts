@@ -8,7 +8,7 @@
 import type { Env } from "../env.ts";
 import { ServiceError } from "../errors.ts";
 import { TunnelErrorCode } from "./errors.ts";
-import { MAX_STREAM_ID, parseContentLength } from "./protocol.ts";
+import { MAX_STREAM_ID, parseContentLength } from "../relay/index.ts";
 
 /** The session object's path for a body channel's POST. */
 export const BODY_PATH = "/body";

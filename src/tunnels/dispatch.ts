@@ -5,7 +5,7 @@ import type { AfterResponse } from "../policy/exchange.ts";
 import { acceptAgentSession, agentEndpointPolicy } from "./agent-endpoint.ts";
 import { tunnelLabelOf } from "./hostnames.ts";
 import { routeBodyChannel } from "./body-channel.ts";
-import { AGENT_BODY_PATH, AGENT_SESSION_PATH } from "./protocol.ts";
+import { AGENT_BODY_PATH, AGENT_SESSION_PATH } from "../relay/index.ts";
 import { relayToTunnel } from "./public-relay.ts";
 import type { TunnelServices } from "./services.ts";
 

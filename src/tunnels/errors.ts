@@ -1,7 +1,7 @@
 /** The errors public clients and agents get from the tunnel side of the edge, as ServiceErrors (ERR_SVC_<code>). */
 
 import { ServiceError } from "../errors.ts";
-import { MAX_HEADER_FIELDS, MAX_HEADER_NAME_CHARS, MAX_HEADER_VALUE_CHARS, MAX_TARGET_CHARS, ResetCode, type HeadRefusal } from "./protocol.ts";
+import { MAX_HEADER_FIELDS, MAX_HEADER_NAME_CHARS, MAX_HEADER_VALUE_CHARS, MAX_TARGET_CHARS, ResetCode, type HeadRefusal } from "../relay/index.ts";
 
 /** Stable numbers; where ngrok has a number for the same case, it is used. */
 export const TunnelErrorCode = {

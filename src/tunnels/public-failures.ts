@@ -8,7 +8,7 @@ import { errorPageResponse } from "../error-page.ts";
 import { newOperationId, OPERATION_ID_HEADER, type ServiceError } from "../errors.ts";
 import type { StreamFailure } from "./edge-streams.ts";
 import { requestHeadRefused, streamFailure } from "./errors.ts";
-import { ResetCode, type HeadRefusal } from "./protocol.ts";
+import { ResetCode, type HeadRefusal } from "../relay/index.ts";
 import { sessionBusy, sessionFull } from "./stream-limits.ts";
 
 /**

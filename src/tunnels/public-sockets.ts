@@ -6,7 +6,7 @@
  * on either end closes the other with the same code.
  */
 
-import { MAX_WS_MESSAGE, sendableCloseCode, type Frame, type FrameOf } from "./protocol.ts";
+import { MAX_WS_MESSAGE, sendableCloseCode, type Frame, type FrameOf } from "../relay/index.ts";
 import { closeReason } from "../close-reason.ts";
 
 export const AGENT_TAG = "agent";

@@ -6,7 +6,7 @@
 
 import type { Env } from "../env.ts";
 import { rfc3339 } from "../time.ts";
-import { PROTOCOL_VERSION, type FrameOf } from "./protocol.ts";
+import { PROTOCOL_VERSION, type FrameOf } from "../relay/index.ts";
 
 /** A session's `transport`, in the form of the reference API's `ngrok/v2`. */
 export const SESSION_TRANSPORT = `tollgate/v${PROTOCOL_VERSION}`;

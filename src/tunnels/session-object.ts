@@ -14,7 +14,7 @@ import { settingsOf } from "../settings.ts";
 import { EdgeStreams } from "./edge-streams.ts";
 import { carriedDecisionsOf, DECISION_PATH, SessionDecisions } from "./session-decisions.ts";
 import { TunnelErrorCode } from "./errors.ts";
-import { FrameOutbox } from "./framing.ts";
+import { FrameOutbox } from "../relay/framing.ts";
 import {
   BODY_CHANNEL_MAX_BYTES,
   CloseCode,
@@ -27,7 +27,7 @@ import {
   ResetCode,
   type Frame,
   type UndecodableFrame,
-} from "./protocol.ts";
+} from "../relay/index.ts";
 import { RefusalLog } from "../relay/refusal-log.ts";
 import { PublicFailures } from "./public-failures.ts";
 import { AGENT_TAG, PublicSockets } from "./public-sockets.ts";

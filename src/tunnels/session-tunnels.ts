@@ -10,7 +10,7 @@ import { rfc3339 } from "../time.ts";
 import { backendId } from "./backend-id.ts";
 import { HOST_GRACE_MS, MAX_HOSTS_PER_ACCOUNT, type HostClaim } from "./host-claims.ts";
 import { isReservedLabel, publicUrl, randomLabel } from "./hostnames.ts";
-import { TunnelFailure, type Frame, type FrameOf } from "./protocol.ts";
+import { TunnelFailure, type Frame, type FrameOf } from "../relay/index.ts";
 import {
   addOnlineTunnel,
   addTunnelSession,

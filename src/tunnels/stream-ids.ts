@@ -5,7 +5,7 @@
  * last reserved block. An id still in use (by a stream in memory or a hibernated socket) is skipped.
  */
 
-import { MAX_STREAM_ID } from "./protocol.ts";
+import { MAX_STREAM_ID } from "../relay/index.ts";
 
 /** Where the end of the reserved block is kept across evictions. */
 export interface ReservationStore {

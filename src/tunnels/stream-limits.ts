@@ -7,7 +7,7 @@
 
 import { ServiceError } from "../errors.ts";
 import { TunnelErrorCode } from "./errors.ts";
-import { ResetCode } from "./protocol.ts";
+import { ResetCode } from "../relay/index.ts";
 
 /**
  * Streams one session carries at once (HTTP requests in flight, and WebSocket upgrades until they are answered).

@@ -2,7 +2,7 @@
 
 import { compilePolicy } from "../policy/compile.ts";
 import { formatIssue } from "../policy/issues.ts";
-import { TunnelFailure, type FrameOf } from "./protocol.ts";
+import { TunnelFailure, type FrameOf } from "../relay/index.ts";
 import { isValidLabel } from "./hostnames.ts";
 
 export interface TunnelSpec {

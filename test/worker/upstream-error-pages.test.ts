@@ -8,7 +8,7 @@ import { afterEach, describe, expect, inject, it } from "vitest";
 import { ERROR_PAGE_CSP } from "../../src/error-page.ts";
 import { BreakerMemory } from "../../src/breaker/breaker-memory.ts";
 import { withCircuitBreaker } from "../../src/gateway/modules/breaker-client.ts";
-import { ResetCode, type FrameOf } from "../../src/tunnels/protocol.ts";
+import { ResetCode, type FrameOf } from "../../src/relay/index.ts";
 import { MAX_SESSION_STREAMS } from "../../src/tunnels/stream-limits.ts";
 import { send, singleEdge } from "./gateway/harness.ts";
 import { type FakeAgent, keptAliveTunnels, publicFetch } from "./tunnels/fake-agent.ts";

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { MAX_STREAM_ID } from "../../../src/tunnels/protocol.ts";
+import { MAX_STREAM_ID } from "../../../src/relay/index.ts";
 import { STREAM_ID_BLOCK, StreamIds, type ReservationStore } from "../../../src/tunnels/stream-ids.ts";
 
 function memoryStore(initial?: number): ReservationStore & { writes: number[] } {

@@ -6,7 +6,7 @@
 import { env, SELF } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { credentialIdOf } from "../../../src/management/auth.ts";
-import { AGENT_SESSION_PATH, type FrameOf } from "../../../src/tunnels/protocol.ts";
+import { AGENT_SESSION_PATH, type FrameOf } from "../../../src/relay/index.ts";
 import { addTunnelSession, listTunnelSessions, tunnelSessionRecord } from "../../../src/tunnels/registry-client.ts";
 import { FakeAgent } from "../tunnels/fake-agent.ts";
 import { ORIGIN, RFC3339_UTC, callError, callJson } from "./helpers.ts";
