@@ -4,6 +4,12 @@
  * `roundRobin`), then with every request a first touch (100,000 keys), then a flood (capacity 10 per 60 s) spread over 10,000 keys checked against the
  * exact oracle for every key. Each point is a ratio to the bare route measured just before and after it, with
  * object calls per request, requests passed uncounted and the workerd process's resident memory.
+ *
+ * The Worker's V8 heap is capped as Cloudflare caps an isolate's memory, `BENCH_HEAP_MB` (128; 0 for no cap):
+ * `--max-heap-size` in workerd's V8 flags (bench/shared/v8-flags.ts), and the isolate's heap read through the
+ * inspector after each point, as found and after a full collection. A heap past the cap aborts workerd ("V8
+ * fatal error … heap out of memory"), so the bench also reports resets (that line, workerd gone, or the isolate's
+ * counters going back), requests lost (any answer but 200 and 429, errors, timeouts, in every run) and counts lost.
  */
 
 import { mkdtempSync, rmSync } from "node:fs";
@@ -13,8 +19,9 @@ import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
 import { bundleWorker } from "../shared/bundle.ts";
 import { fromEnv } from "../shared/config.ts";
-import { runKeyedLoad, type KeyedLoadResult } from "../shared/keyed-load.ts";
-import { runLoad } from "../shared/load.ts";
+import { runKeyedLoad as runKeyed, type KeyedLoadResult } from "../shared/keyed-load.ts";
+import { readIsolateHeap, sampleIsolateHeap, type IsolateHeap } from "../shared/isolate-heap.ts";
+import { runLoad as runBareLoad } from "../shared/load.ts";
 import { type ObservedAdmission, overAdmittedObserved } from "./oracle.ts";
 import { memoryOf } from "../shared/process-cpu.ts";
 import { FAIL_OPEN_MARKER } from "../gateway/stack.ts";
@@ -31,6 +38,11 @@ const FLOOD_CAPACITY = 10;
 const FLOOD_REQUESTS_PER_KEY = 15;
 const WINDOW_MS = 60_000;
 const HEADER = "x-client";
+/** MB of V8 heap the Worker's isolate may have, as on Cloudflare; 0 runs it uncapped and reads no heap (a cap no
+ * run reaches, e.g. 4096, reads the heap as V8 sizes it uncapped). */
+const HEAP_MB = fromEnv("BENCH_HEAP_MB", 128);
+/** What workerd writes when V8 reaches the heap limit, just before it aborts. */
+const V8_FATAL = "V8 fatal error";
 const ACTIVE_KEYS = (process.env.BENCH_KEYS ?? "1,100,1000,10000").split(",").map(Number);
 /** Requests of a quiet key per object call: its own, and QUIET_LEASE leased. */
 const CYCLE = 1 + QUIET_LEASE;
@@ -80,9 +92,11 @@ interface Point {
   readonly callsPerRequest: number;
   readonly uncounted: number;
   readonly rssMiB: number;
+  readonly heap: IsolateHeap | undefined;
 }
 
 const mib = (bytes: number) => bytes / 1024 / 1024;
+const heapMiB = (heap: IsolateHeap | undefined) => (heap ? `${mib(heap.used).toFixed(1)} / ${mib(heap.usedAfterGc).toFixed(1)}` : "—");
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "tollgate-scale-"));
@@ -94,10 +108,45 @@ async function main(): Promise<void> {
     script,
     vars: { TOLLGATE_DEBUG_STATS: "1" },
     persistDir: join(dir, "state"),
-    countLinesContaining: [FAIL_OPEN_MARKER],
+    countLinesContaining: [FAIL_OPEN_MARKER, V8_FATAL],
+    ...(HEAP_MB > 0 ? { v8Flags: [`--max-heap-size=${HEAP_MB}`], inspectorPort: 0 } : {}),
   });
   const rss = () => (host.pid === undefined ? Number.NaN : mib(memoryOf(host.pid)?.rss ?? Number.NaN));
-  const calls = async () => ((await (await fetch(`${host.url}/__tollgate/stats`)).json()) as { objectCalls: number }).objectCalls;
+  // Module state of the isolate: the requests its limiter has answered only grow (a carried take moves one from
+  // objectCalls to takesCarried); if their sum goes back, the isolate (and its memory of buckets) is a new one.
+  let lastAnswered = 0;
+  let countersReset = 0;
+  const calls = async () => {
+    const stats = (await (await fetch(`${host.url}/__tollgate/stats`)).json()) as Record<
+      "objectCalls" | "takesCarried" | "cachedRejections" | "leasedAdmissions",
+      number
+    >;
+    const answered = stats.objectCalls + stats.takesCarried + stats.cachedRejections + stats.leasedAdmissions;
+    if (answered < lastAnswered) countersReset++;
+    lastAnswered = answered;
+    return stats.objectCalls;
+  };
+  const heap = async () => (host.inspectorOrigin === undefined ? undefined : readIsolateHeap(host.inspectorOrigin, "tollgate", calls));
+  const resets = () => host.linesContaining(V8_FATAL) + countersReset + (host.pid !== undefined && memoryOf(host.pid) === undefined ? 1 : 0);
+  // A dead workerd answers nothing, so the loops below that wait for answered keys would never end.
+  const stopIfReset = () => {
+    if (resets() > 0) throw new Error(`the Worker's isolate was reset (${resets()} signs); workerd's last output:\n${host.recentOutput()}`);
+  };
+  // Every run's failures (answers other than 200 and 429, connection errors, timeouts), warm-ups and bare runs too.
+  let lost = 0;
+  const runLoad = async (...args: Parameters<typeof runBareLoad>) => {
+    const result = await runBareLoad(...args);
+    lost += result.failures;
+    stopIfReset();
+    return result;
+  };
+  const runKeyedLoad = async (...args: Parameters<typeof runKeyed>) => {
+    const result = await runKeyed(...args);
+    lost += result.failures;
+    stopIfReset();
+    if (result.requests === 0) throw new Error(`no answers from the Worker in ${args[1].durationSeconds} s; workerd's last output:\n${host.recentOutput()}`);
+    return result;
+  };
   const load = { connections: CONNECTIONS, durationSeconds: SECONDS, header: HEADER };
   const points: Point[] = [];
   let run = 0;
@@ -124,10 +173,11 @@ async function main(): Promise<void> {
         callsPerRequest: (callsAfter - callsBefore) / Math.max(1, result.requests),
         uncounted: failOpenAfter - failOpenBefore,
         rssMiB: rss(),
+        heap: await heap(),
       };
       points.push(point);
       progress(
-        `${label}: ${point.ratio.toFixed(2)} × bare, ${result.requestsPerSecond.toFixed(0)} req/s, ${point.callsPerRequest.toFixed(3)} calls/request, ${point.uncounted} uncounted, RSS ${point.rssMiB.toFixed(0)} MiB`,
+        `${label}: ${point.ratio.toFixed(2)} × bare, ${result.requestsPerSecond.toFixed(0)} req/s, ${point.callsPerRequest.toFixed(3)} calls/request, ${point.uncounted} uncounted, RSS ${point.rssMiB.toFixed(0)} MiB, heap ${heapMiB(point.heap)} MiB (after GC)`,
       );
       return point;
     };
@@ -156,10 +206,17 @@ async function main(): Promise<void> {
     // growth it includes. Here 10,000 more are made and the growth read over exactly them.
     progress("10,000 more new buckets, for the process's memory growth over them");
     const rssBeforeTenThousand = rss();
+    const heapBeforeTenThousand = await heap();
+    // No throughput is measured here, so a DevTools session may stay attached to catch the heap's highest use.
+    const sampler = host.inspectorOrigin === undefined ? undefined : await sampleIsolateHeap(host.inspectorOrigin, "tollgate", 250);
     let made = 0;
     const newBucket = () => `rss-${made++}`;
     while (made < 10_000) await runKeyedLoad(`${host.url}/keyed`, { ...load, durationSeconds: 2, nextKey: newBucket });
+    const heapHighestMaking = (await sampler?.stop()) ?? Number.NaN;
     const rssPer10kMeasured = ((rss() - rssBeforeTenThousand) / made) * 10_000;
+    const heapAfterTenThousand = await heap();
+    const heapPer10k =
+      heapBeforeTenThousand && heapAfterTenThousand ? (mib(heapAfterTenThousand.usedAfterGc - heapBeforeTenThousand.usedAfterGc) / made) * 10_000 : Number.NaN;
 
     progress(`flood over ${FLOOD_KEYS.toLocaleString("en")} keys, capacity ${FLOOD_CAPACITY} per 60 s, ${FLOOD_REQUESTS_PER_KEY} requests a key`);
     const admissions = new Map<string, ObservedAdmission[]>();
@@ -198,28 +255,38 @@ async function main(): Promise<void> {
       over += overAdmittedObserved(list, FLOOD_CAPACITY, WINDOW_MS);
     }
 
+    const heapAfterFlood = await heap();
     progress(`idle ${IDLE_SECONDS} s (buckets expire after their window)`);
     const rssBeforeIdle = rss();
     await sleep(IDLE_SECONDS * 1000);
     const rssAfterIdle = rss();
+    const heapAfterIdle = await heap();
+    const heapLine =
+      HEAP_MB > 0
+        ? `Isolate heap (--max-heap-size=${HEAP_MB} in workerd's V8 flags; MiB used as found / after a full GC): per 10,000 new buckets ${heapPer10k.toFixed(2)} MiB (${heapMiB(heapBeforeTenThousand)} → ${heapMiB(heapAfterTenThousand)}; highest in use while they were made, read every 250 ms: ${mib(heapHighestMaking).toFixed(1)}), after the flood ${heapMiB(heapAfterFlood)}, after idle ${heapMiB(heapAfterIdle)}; ArrayBuffer contents outside the heap after the flood ${mib(heapAfterFlood?.backingStores ?? Number.NaN).toFixed(1)}`
+        : "Isolate heap: no cap (BENCH_HEAP_MB=0), not read";
 
     const lines = [
       "",
       `Scale bench: ${CONNECTIONS} connections × ${SECONDS} s per run; each point's ratio is to the bare route measured just before and after it.`,
       "",
-      "| point | × bare | req/s | p99 − bare (ms) | object calls / request | uncounted | 429s | workerd RSS (MiB) |",
-      "|---|---:|---:|---:|---:|---:|---:|---:|",
+      "| point | × bare | req/s | p99 − bare (ms) | object calls / request | uncounted | 429s | workerd RSS (MiB) | isolate heap, found / after GC (MiB) |",
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
       ...points.map(
         (p) =>
-          `| ${p.label} | ${p.ratio.toFixed(2)} | ${p.result.requestsPerSecond.toFixed(0)} | ${(p.result.p99 - p.bareP99).toFixed(0)} | ${p.callsPerRequest.toFixed(3)} | ${p.uncounted} | ${p.result.limited} | ${p.rssMiB.toFixed(0)} |`,
+          `| ${p.label} | ${p.ratio.toFixed(2)} | ${p.result.requestsPerSecond.toFixed(0)} | ${(p.result.p99 - p.bareP99).toFixed(0)} | ${p.callsPerRequest.toFixed(3)} | ${p.uncounted} | ${p.result.limited} | ${p.rssMiB.toFixed(0)} | ${heapMiB(p.heap)} |`,
       ),
       "",
       `RSS growth per 10,000 new buckets: ${rssPer10kMeasured.toFixed(1)} MiB over ${made.toLocaleString("en")} made in a row (scaled from the first-touch point's short run: ${rssPer10k.toFixed(1)} MiB)`,
       `Flood over ${admissions.size.toLocaleString("en")} keys (${FLOOD_REQUESTS_PER_KEY} requests a key): ${flood.ratio.toFixed(2)} × bare, ${flood.requests} requests, ${flood.limited} answered 429, ${admitted} admitted, ${over} certainly over capacity (oracle, every key), ${flood.callsPerRequest.toFixed(3)} object calls/request, ${flood.uncounted} uncounted`,
       `Idle ${IDLE_SECONDS} s: RSS ${rssBeforeIdle.toFixed(0)} → ${rssAfterIdle.toFixed(0)} MiB`,
+      heapLine,
+      `Isolate resets: ${resets()} (V8 fatal lines ${host.linesContaining(V8_FATAL)}, counters gone back ${countersReset}, workerd ${host.pid !== undefined && memoryOf(host.pid) === undefined ? "gone" : "alive"}); requests lost: ${lost} (every run, warm-ups and bare runs included); counts lost: ${points.reduce((sum, p) => sum + p.uncounted, 0) + flood.uncounted} uncounted, ${over} certainly over capacity (oracle)`,
     ];
     process.stdout.write(`${lines.join("\n")}\n`);
-    if (flood.uncounted > 0 || points.some((p) => p.uncounted > 0 || p.result.failures > 0)) process.stderr.write(`gateway output:\n${host.recentOutput()}\n`);
+    if (flood.uncounted > 0 || lost > 0 || resets() > 0 || points.some((p) => p.uncounted > 0))
+      process.stderr.write(`gateway output:\n${host.recentOutput()}\n`);
+    if (lost > 0 || resets() > 0) process.exitCode = 1;
   } finally {
     await host.close();
     await upstream.close();

@@ -49,7 +49,7 @@ const LIST_OF_BYTES = 2;
  * any, stay valid where they move to). Throws if the message already sets `v8Flags` or is not laid out as
  * Miniflare's encoder lays it out (the root a struct pointer into segment 0).
  */
-export function addV8Flags(message: Uint8Array, flags: readonly string[]): Buffer {
+function addV8Flags(message: Uint8Array, flags: readonly string[]): Buffer {
   const input = new DataView(message.buffer, message.byteOffset, message.byteLength);
   const segments = input.getUint32(0, true) + 1;
   const tableBytes = Math.ceil((4 + 4 * segments) / WORD) * WORD;
