@@ -5,7 +5,7 @@
 
 import { z } from "zod";
 import { ACCOUNT_ID, API_KEYS_VAR, type ApiKeyEntry, parseApiKeys } from "./api-keys.ts";
-import { normalizeDomain } from "./tunnels/hostnames.ts";
+import { normalizeDomain } from "./domain.ts";
 
 /** Defaults of the variables left empty (wrangler.toml says each in its comment). */
 export const DEFAULT_RATE_LIMIT_TIMEOUT_MS = 1000;

@@ -10,14 +10,6 @@ export interface PublicBase {
   readonly port: string;
 }
 
-/** The tunnel domain, lower-cased and without dots at either end; empty means tunnels are off. */
-export function normalizeDomain(domain: string | undefined): string {
-  return (domain ?? "")
-    .trim()
-    .toLowerCase()
-    .replace(/^\.+|\.+$/g, "");
-}
-
 /** The label of a tunnel host (`abc` for `abc.localhost`), or undefined when `hostname` is not under `domain`. */
 export function tunnelLabelOf(hostname: string, domain: string): string | undefined {
   if (domain === "") return undefined;
