@@ -12,7 +12,7 @@ import { TimestampSchema } from "@bufbuild/protobuf/wkt";
 /** Units per address or range parsed by inCidrRange(s): ipaddr.js spends microseconds on each, however short. */
 export const ADDRESS_PARSE_UNITS = 256;
 /** Units per call that converts a time in an IANA time zone: the library builds an Intl.DateTimeFormat each time (~110 µs). */
-export const TIME_ZONE_UNITS = 4096;
+export const TIME_ZONE_UNITS = 8192;
 /** Units per timestamp getter: the library builds two or three Date objects each time. */
 const DATE_UNITS = 256;
 /** Units per timestamp() or duration() of a string: the protobuf JSON parser and a message built. */

@@ -66,7 +66,8 @@ type Address = ipaddr.IPv4 | ipaddr.IPv6;
 function parseAddress(ip: string): Address | undefined {
   if (ip.length > MAX_ADDRESS_CHARS) return undefined;
   try {
-    return ipaddr.parse(ip);
+    // Only IPv6 has colons. ipaddr.parse would try IPv6 first, and fail, for every IPv4 address.
+    return ip.includes(":") ? ipaddr.IPv6.parse(ip) : ipaddr.IPv4.parse(ip);
   } catch {
     return undefined;
   }
@@ -76,7 +77,7 @@ function parseAddress(ip: string): Address | undefined {
 function inRange(address: Address, cidr: string): boolean {
   if (cidr.length > MAX_CIDR_CHARS) return false;
   try {
-    const [range, bits] = ipaddr.parseCIDR(cidr);
+    const [range, bits] = cidr.includes(":") ? ipaddr.IPv6.parseCIDR(cidr) : ipaddr.IPv4.parseCIDR(cidr);
     let candidate = address;
     if (candidate.kind() !== range.kind()) {
       if (candidate.kind() !== "ipv6" || !(candidate as ipaddr.IPv6).isIPv4MappedAddress()) return false;

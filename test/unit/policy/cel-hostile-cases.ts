@@ -47,6 +47,16 @@ export const HOSTILE_CASES: readonly HostileCase[] = [
     exchange: { url: MANY_PARAMS, headers: { "x-ip": `fe80::1%${A}` } },
   },
   {
+    name: "inCidrRanges(mapped address, 780 IPv4-in-IPv6 ranges)",
+    source: "inCidrRanges('::ffff:255.255.255.255', getQueryParam('a'))",
+    exchange: { url: `https://api.example.test/?${"a=::ffff:1.2.3.4/128&".repeat(780)}` },
+  },
+  {
+    name: "inCidrRanges(address, 240 unparsable 66-char ranges)",
+    source: "inCidrRanges('::ffff:255.255.255.255', getQueryParam('a'))",
+    exchange: { url: `https://api.example.test/?${`a=::ffff:${"1".repeat(55)}/128&`.repeat(240)}` },
+  },
+  {
     name: "inCidrRange(16 KiB address, 16 KiB range)",
     source: "inCidrRange(req.headers['x-ip'][0], req.headers['x-cidr'][0])",
     exchange: headers({ "x-ip": `fe80::1%${A}`, "x-cidr": `fe80::%${A}/64` }),

@@ -44,16 +44,20 @@ const zero = (): WorkCounts => ({ parsedChars: 0, parses: 0, queryParamsScanned:
 /** Instruments the libraries the CEL functions call; call `restore()` when done (afterAll). */
 export function instrumentWork(): WorkModel {
   const counts = zero();
-  // Replaced in place, not with vi.spyOn: the test config restores every mock before each test.
-  const parse = ipaddr.parse;
-  const parseCIDR = ipaddr.parseCIDR;
-  const parsed = <T>(text: string, original: (text: string) => T): T => {
-    counts.parses++;
-    counts.parsedChars += text.length;
-    return original(text);
-  };
-  ipaddr.parse = (text) => parsed(text, parse);
-  ipaddr.parseCIDR = (text) => parsed(text, parseCIDR);
+  // Replaced in place, not with vi.spyOn: the test config restores every mock before each test. Every
+  // parse of ipaddr.js (parse, parseCIDR, isValid, either family) goes through a family's parser.
+  /** The families with their text parsers, which ipaddr.d.ts leaves out. */
+  type Family = { parser: (this: unknown, text: string) => unknown };
+  const families = [ipaddr.IPv4, ipaddr.IPv6] as unknown as Family[];
+  const parsers = families.map((family) => family.parser);
+  families.forEach((family, i) => {
+    const parser = parsers[i]!;
+    family.parser = function (this: unknown, text: string) {
+      counts.parses++;
+      counts.parsedChars += text.length;
+      return parser.call(this, text);
+    };
+  });
   const { getAll, has } = URLSearchParams.prototype;
   URLSearchParams.prototype.getAll = function (this: URLSearchParams, name: string) {
     counts.queryParamsScanned += this.size;
@@ -85,7 +89,7 @@ export function instrumentWork(): WorkModel {
       counts.timeZoneFormats * WORK_WEIGHTS.timeZoneFormat,
     reset: () => Object.assign(counts, zero()),
     restore() {
-      Object.assign(ipaddr, { parse, parseCIDR });
+      for (const [i, family] of families.entries()) family.parser = parsers[i]!;
       Object.assign(URLSearchParams.prototype, { getAll, has });
       Headers.prototype[Symbol.iterator] = iterate;
       Intl.DateTimeFormat = DateTimeFormat;
