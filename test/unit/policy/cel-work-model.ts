@@ -9,7 +9,7 @@
 import ipaddr from "ipaddr.js";
 
 /** Units each kind of work is worth. */
-export const WORK_WEIGHTS = {
+const WORK_WEIGHTS = {
   /** A character handed to an ipaddr.js parser. */
   parsedChar: 1,
   /** One ipaddr.js parse, whatever its length: 3–16 µs in Node, ~100 units at ≤ 50 ns a unit. */
@@ -22,7 +22,7 @@ export const WORK_WEIGHTS = {
   timeZoneFormat: 2000,
 } as const;
 
-export interface WorkCounts {
+interface WorkCounts {
   parsedChars: number;
   parses: number;
   queryParamsScanned: number;
