@@ -17,7 +17,7 @@ export interface EdgeStreamsOptions {
   /** The public client's response when a stream fails before the agent answered. */
   failureResponse(failure: StreamFailure, host: string): Response;
   /** The public client's response to a request head past the relay's bounds (head-bounds.ts): it is never sent. */
-  refuseHead(refused: HeadRefusal, host: string): Response;
+  refuseHead(refused: HeadRefusal, request: RelayRequest): Response;
   /**
    * The agent's local WebSocket is open: accept the public client's and answer 101. From then on the
    * stream's messages are relayed by the session object, not here.

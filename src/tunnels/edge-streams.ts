@@ -65,7 +65,7 @@ export class EdgeStreams {
     const head = encodeRequestHead(id, request);
     if (!head.ok) {
       void request.body?.cancel().catch(() => undefined);
-      return Promise.resolve(this.options.refuseHead(head, request.host));
+      return Promise.resolve(this.options.refuseHead(head, request));
     }
     let answer!: (response: Response) => void;
     const response = new Promise<Response>((resolve) => (answer = resolve));

@@ -4,7 +4,7 @@
  * session's sampler lets it through; otherwise it is counted and the count rides on the next frame.
  */
 
-import { carriedRateLimitsSchema, type CarriedRateLimit, EDGE_DECISIONS_PER_SECOND, edgeDecisionSchema } from "../relay/edge-decision.ts";
+import { carriedRateLimitsSchema, type CarriedRateLimit, EDGE_DECISIONS_PER_SECOND, type EdgeDecision, edgeDecisionSchema } from "../relay/edge-decision.ts";
 import type { Frame } from "../relay/frames.ts";
 import { DecisionSampler } from "./decision-sampler.ts";
 import type { SessionStore } from "./session-store.ts";
@@ -41,12 +41,18 @@ export class SessionDecisions {
     }
     const parsed = edgeDecisionSchema.safeParse(value);
     if (!parsed.success) return new Response(`not a decision: ${parsed.error.issues[0]?.path.join(".")}`, { status: 400 });
-    const decision = parsed.data;
-    // only to an agent that asked in hello, and only about the session's own tunnels
-    if (!store.meta()?.agentEdgeDecisions || store.tunnel(decision.tunnel_id) === undefined) return new Response(null, { status: 204 });
+    this.offer(parsed.data, store, send);
+    return new Response(null, { status: 204 });
+  }
+
+  /**
+   * Sends `decision` as an edge_decision frame, or counts it for the next one (at most EDGE_DECISIONS_PER_SECOND
+   * a tunnel): only to an agent that asked in hello, and only about the session's own tunnels.
+   */
+  offer(decision: EdgeDecision, store: SessionStore, send: (frame: Frame) => void): void {
+    if (!store.meta()?.agentEdgeDecisions || store.tunnel(decision.tunnel_id) === undefined) return;
     const sampled = this.sampler.offer(decision.tunnel_id, decision.suppressed);
     if (sampled.send) send({ type: "edge_decision", ...decision, suppressed: sampled.suppressed });
-    return new Response(null, { status: 204 });
   }
 }
 

@@ -13,6 +13,7 @@ import { BODY_LENGTH_HEADER, BODY_PATH, bearerToken, newBodyToken, tokensMatch }
 import { settingsOf } from "../settings.ts";
 import { EdgeStreams } from "./edge-streams.ts";
 import { carriedDecisionsOf, DECISION_PATH, SessionDecisions } from "./session-decisions.ts";
+import { refusedHeadDecision } from "./refused-head-decision.ts";
 import { TunnelErrorCode } from "./errors.ts";
 import { FrameOutbox } from "../relay/framing.ts";
 import {
@@ -78,9 +79,11 @@ export class TunnelSession extends DurableObject<Env> {
       allocateId: () => ids.allocate(),
       agentDataChunk: () => (this.agentDataChunk ??= this.store.meta()?.agentMaxDataChunk ?? MAX_DATA_CHUNK),
       failureResponse: (failure, host) => this.failures.streamFailed(failure, host),
-      refuseHead: (refused, host) => {
+      refuseHead: (refused, request) => {
         this.refusedHeads.refused(`${refused.status}: ${refused.reason}`);
-        return this.failures.headRefused(refused, host);
+        // The agent never sees the request: its inspector and log hear of it as an edge decision.
+        this.decisions.offer(refusedHeadDecision(request, refused, Date.now()), this.store, (frame) => this.send(frame));
+        return this.failures.headRefused(refused, request.host);
       },
       acceptWebSocket: (stream, request, headers) => this.publicSockets.accept(stream, request.tunnelId, headers),
       channelWaitMs: () => settingsOf(env).bodyChannelWaitMs,

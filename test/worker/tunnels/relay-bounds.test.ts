@@ -4,7 +4,15 @@
  */
 
 import { afterEach, describe, expect, it } from "vitest";
-import { LARGE_DATA_CHUNK, MAX_HEADER_FIELDS, MAX_HEADER_VALUE_CHARS, MAX_TARGET_CHARS, type FrameOf } from "../../../src/relay/index.ts";
+import {
+  EDGE_DECISIONS_VERSION,
+  LARGE_DATA_CHUNK,
+  MAX_DECISION_TARGET,
+  MAX_HEADER_FIELDS,
+  MAX_HEADER_VALUE_CHARS,
+  MAX_TARGET_CHARS,
+  type FrameOf,
+} from "../../../src/relay/index.ts";
 import { responseFrames } from "../../shared/frames.ts";
 import { connectAgent, publicFetch, type FakeAgent } from "./fake-agent.ts";
 
@@ -14,8 +22,8 @@ afterEach(() => {
   for (const agent of agents.splice(0)) if (!agent.closed) agent.close();
 });
 
-async function agentWithTunnels(n: number) {
-  const { agent } = await connectAgent();
+async function agentWithTunnels(n: number, hello: Partial<FrameOf<"hello">> = {}) {
+  const { agent } = await connectAgent(undefined, hello);
   agents.push(agent);
   const tunnels = [];
   for (let i = 0; i < n; i++) tunnels.push(await agent.startOk({ name: `web${i}` }));
@@ -43,6 +51,27 @@ describe("a request head past the relay's bounds", () => {
     // the first head the agent gets is the next request's
     expect((await answerNext(agent, "ok")).target).toBe("/next");
     expect(await (await served).text()).toBe("ok");
+    expect(agent.closed).toBeUndefined();
+  });
+
+  it("is told to an agent that asked for edge decisions, cut to a decision's bounds", async () => {
+    const { agent, tunnels } = await agentWithTunnels(1, { edge_decisions: EDGE_DECISIONS_VERSION });
+    const target = `/${"t".repeat(MAX_TARGET_CHARS)}`;
+    const response = await publicFetch(tunnels[0].public_url!, target, {
+      headers: { "cf-connecting-ip": "198.51.100.31", "x-big": "v".repeat(MAX_HEADER_VALUE_CHARS + 1) },
+    });
+    expect(response.status).toBe(414);
+    const decision = await agent.next("edge_decision");
+    expect(decision).toMatchObject({
+      tunnel_id: tunnels[0].id,
+      method: "GET",
+      client_addr: "198.51.100.31",
+      status: 414,
+      answered_by: { phase: "inbound", type: "relay-bounds" },
+      rate_limits: [],
+    });
+    expect(decision.target).toHaveLength(MAX_DECISION_TARGET + 1);
+    expect(decision.headers.find(([name]) => name === "x-big")?.[1].length).toBeLessThan(MAX_HEADER_VALUE_CHARS);
     expect(agent.closed).toBeUndefined();
   });
 
