@@ -8,7 +8,7 @@ import { pathToFileURL } from "node:url";
 import { existsSync } from "node:fs";
 import { unstable_readConfig } from "wrangler";
 import { loadGatewayConfig } from "../src/gateway/gateway-config.ts";
-import { normalizeDomain } from "../src/tunnels/hostnames.ts";
+import { normalizeDomain } from "../src/domain.ts";
 import { formatIssue } from "../src/policy/issues.ts";
 import { readPolicyFiles } from "./policy-files.mjs";
 
