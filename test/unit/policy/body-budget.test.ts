@@ -113,7 +113,11 @@ describe("BodyBudget", () => {
   });
 
   /** One step of a run: a new hold, a cover of one, a release of one, or time passing. */
-  type Step = { op: "hold"; party: number; client: number } | { op: "cover"; index: number; bytes: number } | { op: "release"; index: number } | { op: "wait"; ms: number };
+  type Step =
+    | { op: "hold"; party: number; client: number }
+    | { op: "cover"; index: number; bytes: number }
+    | { op: "release"; index: number }
+    | { op: "wait"; ms: number };
   const step: fc.Arbitrary<Step> = fc.oneof(
     fc.record({ op: fc.constant("hold" as const), party: fc.nat(3), client: fc.nat(2) }),
     fc.record({ op: fc.constant("cover" as const), index: fc.nat(40), bytes: fc.nat(600) }),
