@@ -13,6 +13,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bundleWorker } from "../shared/bundle.ts";
 import { fromEnv } from "../shared/config.ts";
+import { localEdgeYaml } from "../shared/local-edge.ts";
 import { median } from "../shared/stats.ts";
 import { startUpstream } from "../shared/upstream.ts";
 import { hostWorker, type WorkerHost } from "../shared/workerd.ts";
@@ -55,24 +56,11 @@ function targetOf(path: string, range: string): { target: string; elements: numb
 }
 
 function files(origin: string): Record<string, string> {
-  const gateway = [
-    "edges:",
-    "  - id: edghts_bench",
-    '    hostnames: ["127.0.0.1", "localhost"]',
-    "    routes:",
-    "      - id: edghtsrt_victim",
-    "        match: /victim",
-    `        upstream: ${origin}`,
-    "      - id: edghtsrt_cidr",
-    "        match: /cidr",
-    `        upstream: ${origin}`,
-    "        traffic_policy: bench-cidr.yaml",
-    "      - id: edghtsrt_plain",
-    "        match: /plain",
-    `        upstream: ${origin}`,
-    "        traffic_policy: bench-plain.yaml",
-    "",
-  ].join("\n");
+  const gateway = localEdgeYaml("edghts_bench", origin, [
+    { id: "edghtsrt_victim", match: "/victim" },
+    { id: "edghtsrt_cidr", match: "/cidr", policy: "bench-cidr.yaml" },
+    { id: "edghtsrt_plain", match: "/plain", policy: "bench-plain.yaml" },
+  ]);
   return { "policies/gateway.yaml": gateway, "policies/bench-cidr.yaml": POLICY, "policies/bench-plain.yaml": PLAIN_POLICY };
 }
 

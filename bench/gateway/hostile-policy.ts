@@ -12,6 +12,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bundleWorker } from "../shared/bundle.ts";
 import { fromEnv } from "../shared/config.ts";
+import { localEdgeYaml } from "../shared/local-edge.ts";
 import { runLoad, type LoadResult } from "../shared/load.ts";
 import { median } from "../shared/stats.ts";
 import { startUpstream } from "../shared/upstream.ts";
@@ -37,23 +38,11 @@ function hostilePolicy(): string {
 }
 
 function files(origin: string): Record<string, string> {
-  const gateway = [
-    "edges:",
-    "  - id: edghts_bench",
-    '    hostnames: ["127.0.0.1", "localhost"]',
-    "    routes:",
-    "      - id: edghtsrt_victim",
-    "        match: /victim",
-    `        upstream: ${origin}`,
-    "      - id: edghtsrt_hostile",
-    "        match: /hostile",
-    `        upstream: ${origin}`,
-    "        traffic_policy: bench-hostile.yaml",
-    "      - id: edghtsrt_plain",
-    "        match: /plain",
-    `        upstream: ${origin}`,
-    "",
-  ].join("\n");
+  const gateway = localEdgeYaml("edghts_bench", origin, [
+    { id: "edghtsrt_victim", match: "/victim" },
+    { id: "edghtsrt_hostile", match: "/hostile", policy: "bench-hostile.yaml" },
+    { id: "edghtsrt_plain", match: "/plain" },
+  ]);
   return { "policies/gateway.yaml": gateway, "policies/bench-hostile.yaml": hostilePolicy() };
 }
 

@@ -16,6 +16,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { bundleWorker } from "../shared/bundle.ts";
 import { fromEnv } from "../shared/config.ts";
+import { localEdgeYaml } from "../shared/local-edge.ts";
 import { memoryOf } from "../shared/process-cpu.ts";
 import { startUpstream } from "../shared/upstream.ts";
 import { hostWorker, type WorkerHost } from "../shared/workerd.ts";
@@ -31,20 +32,10 @@ const SECRET = "bench-secret";
 const ENTRY = process.env.BENCH_WORKER_ENTRY ? resolve(process.env.BENCH_WORKER_ENTRY) : join(ROOT, "src/worker.ts");
 
 function files(origin: string): Record<string, string> {
-  const gateway = [
-    "edges:",
-    "  - id: edgstall_bench",
-    '    hostnames: ["127.0.0.1", "localhost"]',
-    "    routes:",
-    "      - id: edgstallrt_plain",
-    "        match: /plain",
-    `        upstream: ${origin}`,
-    "      - id: edgstallrt_hook",
-    "        match: /hook",
-    `        upstream: ${origin}`,
-    "        traffic_policy: bench-hook.yaml",
-    "",
-  ].join("\n");
+  const gateway = localEdgeYaml("edgstall_bench", origin, [
+    { id: "edgstallrt_plain", match: "/plain" },
+    { id: "edgstallrt_hook", match: "/hook", policy: "bench-hook.yaml" },
+  ]);
   const hook = `on_http_request:\n  - actions:\n      - type: verify-webhook\n        config: { provider: github, secret: ${SECRET} }\n`;
   return { "policies/gateway.yaml": gateway, "policies/bench-hook.yaml": hook };
 }
