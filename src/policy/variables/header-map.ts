@@ -21,7 +21,10 @@ export function headerMap(headers: Headers, budget: EvaluationBudget): Map<strin
   let units = 0;
   // Iteration yields each set-cookie separately and every other name once (joined); keep them all.
   for (const [name, value] of headers) {
-    map.set(name, [...(map.get(name) ?? []), value]);
+    // Appended in place: copying the list per value cost n² for n repeated set-cookie fields (64 ms for 8,000).
+    const values = map.get(name);
+    if (values) values.push(value);
+    else map.set(name, [value]);
     units += ELEMENT_UNITS + name.length + value.length;
   }
   // Building it is work of the request like any other (once per request and Headers object).
