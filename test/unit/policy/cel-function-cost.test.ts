@@ -6,7 +6,9 @@
 
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import { compileExpression, compileValueExpression, MAX_ADDRESS_CHARS } from "../../../src/policy/cel.ts";
-import { ADDRESS_PARSE_UNITS, INTEGER_PARSE_UNITS_PER_CHAR, TIME_ZONE_UNITS } from "../../../src/policy/cel-call-work.ts";
+import { celEnv, celList, celMap, parse, plan } from "@bufbuild/cel";
+import { strings } from "@bufbuild/cel/ext";
+import { ADDRESS_PARSE_UNITS, extraWork, FLOAT_FORMAT_UNITS, INTEGER_PARSE_UNITS_PER_CHAR, TIME_ZONE_UNITS } from "../../../src/policy/cel-call-work.ts";
 import { EvaluationBudget, MAX_CEL_WORK_PER_REQUEST } from "../../../src/policy/evaluation-budget.ts";
 import { simulatePolicy } from "../../../src/policy/simulate/index.ts";
 import { makeExchange, type ExchangeOptions } from "../support/exchange.ts";
@@ -117,6 +119,24 @@ describe("the other functions whose work is not their size", () => {
     const fixed = run(`timestamp(0).getHours('+01:00') == 1`);
     expect(fixed.counts.timeZoneFormats).toBe(0);
     expect(fixed.charged).toBeLessThan(TIME_ZONE_UNITS);
+  });
+
+  it(`format() is charged ${FLOAT_FORMAT_UNITS} units per %f placeholder, for the Intl.NumberFormat it builds`, () => {
+    const formatted = run("'%f and %.2f'.format([0.5, 0.25]) == '0.500000 and 0.25'");
+    expect(formatted.result).toBe(true);
+    expect(formatted.counts.numberFormats).toBe(2);
+    expect(formatted.charged).toBeGreaterThan(2 * FLOAT_FORMAT_UNITS);
+  });
+
+  it("format() of a map in no order (a JSON body an upstream wrote) is charged for the sort of its entries", () => {
+    // Request maps come sorted (headers) or short (128 cookies); a response body's keys are in the upstream's order.
+    const keys = Array.from({ length: 4000 }, (_, i) => `k${(i * 7919) % 4000}`);
+    const map = celMap(new Map(keys.map((key) => [key, "v"])));
+    const program = plan(celEnv({ funcs: [...strings] }), parse("'%s'.format([m])"));
+    work.reset();
+    program({ m: map } as never);
+    expect(work.counts.localeCompares).toBeGreaterThan(4000 * 8);
+    expect(work.units()).toBeLessThanOrEqual(extraWork("format", "%s", [celList([map])]));
   });
 
   it(`int() and uint() of a string are charged ${INTEGER_PARSE_UNITS_PER_CHAR} more units per character for BigInt parsing`, () => {

@@ -88,6 +88,12 @@ export const HOSTILE_CASES: readonly HostileCase[] = [
     exchange: headers({ "x-a": `${'"'.repeat(FIELD / 2)}${"a".repeat(FIELD / 2)}` }),
   },
   { name: "format('%s', [headers])", source: "'%s'.format([req.headers]) != ''", exchange: headers(MANY_HEADERS) },
+  {
+    // format may not run in a comprehension's body, so the review's shape: eight calls joined, eight placeholders each.
+    name: "format('%f' × 8) × 8 (an Intl.NumberFormat each)",
+    source: Array.from({ length: 8 }, () => "'%f%f%f%f%f%f%f%f'.format([.1, .1, .1, .1, .1, .1, .1, .1]) != ''").join(" && "),
+    exchange: {},
+  },
   { name: "format('%s', [split('')])", source: "'%s'.format([req.headers['x-a'][0].split('')]) != ''", exchange: headers({ "x-a": A }) },
   { name: "format('%x', [16 KiB])", source: "'%x'.format([req.headers['x-a'][0]]) != ''", exchange: headers({ "x-a": A }) },
   { name: "lowerAscii(16 KiB)", source: "req.headers['x-a'][0].lowerAscii() != ''", exchange: headers({ "x-a": "A".repeat(FIELD) }) },
