@@ -34,6 +34,11 @@ export class ExchangeRequestView implements ExchangeRequest {
     return (this.bodyReader ??= new RequestBody(this.original.body, this.original.headers.get("content-length"), undefined, this.bodies));
   }
 
+  /** Gives a read body's bytes back to the isolate's budget: the upstream has taken them, or never will. */
+  releaseBody(): void {
+    this.bodyReader?.release();
+  }
+
   /** The request to send on: the original, or, when an action read its body, the same carrying what was read. */
   forwardable(): Request {
     const body = this.bodyReader?.forwardBody();

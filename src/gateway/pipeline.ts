@@ -105,6 +105,7 @@ export async function runThroughPolicy(
   const rejected = await runPhase(target.policy.inbound, exchange, services, isolate.expressionErrors);
   // A forward-internal's answer stands for the upstream's: the outbound policy runs on it (as on ngrok).
   if (rejected && rejected !== forwarded) {
+    view.releaseBody();
     const answer = withRateLimitFields(rejected, exchange);
     target.answeredItself?.(answer, exchange);
     return answer;
@@ -117,6 +118,9 @@ export async function runThroughPolicy(
     // An upstream that broke the gateway's own call failed as surely as one that answered 502.
     if (exchange.upstreamObservers) await observeUpstream(exchange.upstreamObservers, 502);
     throw error;
+  } finally {
+    // The upstream has answered, so it has taken the body it was sent (or it failed): the bytes read leave the budget.
+    view.releaseBody();
   }
   if (exchange.upstreamObservers) await observeUpstream(exchange.upstreamObservers, answered.status);
   const response = settleOnResponse(answered, exchange, afterResponse, isolate.expressionErrors, bodies);

@@ -44,6 +44,8 @@ const EMPTY: BodyBytes = new Uint8Array(0);
 
 export class RequestBody {
   private read_: Promise<BodyRead> | undefined;
+  /** The budget's hold on the bytes read, kept while they wait for the upstream (released by `release`). */
+  private kept: BodyHold | undefined;
   /** Set once reading began: what the upstream gets instead of the original stream. */
   private replacement: Uint8Array | ReadableStream<Uint8Array> | null | undefined;
 
@@ -72,6 +74,16 @@ export class RequestBody {
     return this.replacement;
   }
 
+  /**
+   * Gives the bytes read back to the budget: the pipeline calls it once the upstream has answered (it has taken
+   * the body) or the request was answered without it. Until then they are held in memory, so they stay counted;
+   * a request whose code never gets here leaves a hold the budget's sweep takes back (body-budget.ts).
+   */
+  release(): void {
+    this.kept?.release();
+    this.kept = undefined;
+  }
+
   private async readOnce(): Promise<BodyRead> {
     if (this.source === null) {
       this.replacement = null;
@@ -89,11 +101,15 @@ export class RequestBody {
     try {
       for (;;) {
         const { done, value } = await nextChunk(reader, limits?.readIdleMs);
-        if (done) break;
+        if (done) {
+          this.kept = hold;
+          break;
+        }
         chunks.push(value);
         size += value.byteLength;
         if (size > this.limit) {
           this.replacement = prefixThenRest(chunks, reader);
+          this.kept = hold;
           return { ok: false, tooLarge: true, limit: this.limit };
         }
         if (hold && limits && !hold.cover(size)) {
@@ -108,8 +124,8 @@ export class RequestBody {
       void reader.cancel().catch(() => {});
       return { ok: false, tooLarge: false, message: `the request body could not be read: ${(error as Error).message}` };
     } finally {
-      // The read is over, however it ended: what it holds is the upstream's to take now, or garbage.
-      hold?.release();
+      // A read that ended without bytes to send on gives them back now; bytes read are kept until release().
+      if (this.kept !== hold) hold?.release();
     }
     // A stream's chunks are never views of shared memory.
     const bytes = chunks.length === 1 ? (chunks[0] as BodyBytes) : joinChunks(chunks, size);

@@ -192,7 +192,7 @@ function streamOf(chunks: Uint8Array[], end = true) {
 }
 
 describe("a request body read within the budget", () => {
-  it("holds its bytes while the body arrives and gives them back when it is whole", async () => {
+  it("holds its bytes while the body arrives and while they wait for the upstream, and gives them back when it has taken them", async () => {
     const budget = new BodyBudget(LIMITS);
     const { stream, fail } = streamOf([new Uint8Array(100)], false);
     const body = new RequestBody(stream, null, 1000, { budget, party: "a" });
@@ -204,6 +204,21 @@ describe("a request body read within the budget", () => {
 
     const whole = new RequestBody(streamOf([new Uint8Array(100), new Uint8Array(50)]).stream, null, 1000, { budget, party: "a" });
     expect(await whole.read()).toMatchObject({ ok: true });
+    // Read whole, the bytes are still in memory, to be sent on: they stay counted until the upstream has them.
+    expect(budget.heldBytes).toBe(150);
+    whole.release();
+    whole.release();
+    expect(budget.heldBytes).toBe(0);
+  });
+
+  it("hostile: bodies read whole and waiting on a slow upstream fill the party's share, so no more are read", async () => {
+    const budget = new BodyBudget(LIMITS);
+    const waiting = Array.from({ length: 4 }, () => new RequestBody(streamOf([new Uint8Array(100)]).stream, null, 1000, { budget, party: "a" }));
+    for (const body of waiting) expect(await body.read()).toMatchObject({ ok: true });
+    expect(budget.heldBy("a")).toBe(400);
+    const next = new RequestBody(streamOf([new Uint8Array(100)]).stream, null, 1000, { budget, party: "a" });
+    expect(await next.read()).toMatchObject({ ok: false, busy: true });
+    for (const body of waiting) body.release();
     expect(budget.heldBytes).toBe(0);
   });
 
@@ -217,7 +232,9 @@ describe("a request body read within the budget", () => {
     expect(read).toMatchObject({ ok: false, tooLarge: false, busy: true, retryAfter: 2 });
     expect(refused.forwardBody()).toEqual(new Uint8Array(0));
     // Another party is not held up by this one.
-    expect(await new RequestBody(streamOf([new Uint8Array(100)]).stream, "100", 1000, { budget, party: "b" }).read()).toMatchObject({ ok: true });
+    const other = new RequestBody(streamOf([new Uint8Array(100)]).stream, "100", 1000, { budget, party: "b" });
+    expect(await other.read()).toMatchObject({ ok: true });
+    other.release();
     first.fail(new Error("gone"));
     await holding;
     expect(budget.heldBytes).toBe(0);
