@@ -49,21 +49,35 @@ export interface ErrorEnvelope {
   details: ErrorDetails & { operation_id: string };
 }
 
-/**
- * An error that ends a request with an HTTP status and a JSON envelope (`advice`: words for the HTML page a
- * browser gets instead, see error-answer.ts; the envelope leaves them out).
- */
+/** What a ServiceError carries besides its status, code and message. */
+export interface ServiceErrorOptions {
+  /** Fields of the envelope's `details`, beside the operation id. */
+  readonly details?: ErrorDetails;
+  /** Headers the answer carries (retry-after, allow, …). */
+  readonly headers?: Record<string, string>;
+  /** Words for the HTML page a browser gets instead (error-answer.ts); the envelope leaves them out. */
+  readonly advice?: ErrorAdvice;
+  /** What went wrong underneath, for logs (Error's own `cause`); never sent to the client. */
+  readonly cause?: unknown;
+}
+
+/** An error that ends a request with an HTTP status and a JSON envelope. */
 export class ServiceError extends Error {
+  readonly details: ErrorDetails;
+  readonly headers: Record<string, string>;
+  readonly advice?: ErrorAdvice;
+
   constructor(
     readonly status: number,
     readonly code: number,
     message: string,
-    readonly details: ErrorDetails = {},
-    readonly headers: Record<string, string> = {},
-    readonly advice?: ErrorAdvice,
+    { details = {}, headers = {}, advice, cause }: ServiceErrorOptions = {},
   ) {
-    super(message);
+    super(message, cause === undefined ? undefined : { cause });
     this.name = "ServiceError";
+    this.details = details;
+    this.headers = headers;
+    this.advice = advice;
   }
 
   /** `ERR_SVC_<code>`: what clients match on and people search for. */

@@ -33,9 +33,11 @@ export function circuitOpenAnswer(label: CircuitLabel, view: BreakerView, now: n
     503,
     ErrorCode.circuitOpen,
     `The circuit breaker of ${label.of} is open after too many upstream errors; the upstream is not called. Retry after ${retryAfter}s.`,
-    { circuit: view.status, retry_after: retryAfter },
-    { "retry-after": String(retryAfter), [BREAKER_STATE_HEADER]: view.status },
-    circuitOpenAdvice(retryAfter, label.configuredBy),
+    {
+      details: { circuit: view.status, retry_after: retryAfter },
+      headers: { "retry-after": String(retryAfter), [BREAKER_STATE_HEADER]: view.status },
+      advice: circuitOpenAdvice(retryAfter, label.configuredBy),
+    },
   );
   return request ? errorAnswer(error, request) : error.toResponse();
 }

@@ -198,14 +198,10 @@ const NO_ROUTE_ADVICE = {
 };
 
 function noRoute(url: URL): ServiceError {
-  return new ServiceError(
-    404,
-    ErrorCode.noRoute,
-    `No route of this gateway serves host '${url.hostname}' and path '${url.pathname}'.`,
-    { host: url.hostname, path: url.pathname },
-    {},
-    NO_ROUTE_ADVICE,
-  );
+  return new ServiceError(404, ErrorCode.noRoute, `No route of this gateway serves host '${url.hostname}' and path '${url.pathname}'.`, {
+    details: { host: url.hostname, path: url.pathname },
+    advice: NO_ROUTE_ADVICE,
+  });
 }
 
 /** What serving a request on the gateway's routes takes besides the request: the invocation, the routes, the isolate. */

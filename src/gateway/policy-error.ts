@@ -6,7 +6,7 @@ import { formatIssue, type PolicyIssue } from "../policy/issues.ts";
 /** A 500 whose message is `summary` (e.g. "The gateway's policies do not load") and the issues as policy:check prints them. */
 export function policyLoadError(summary: string, issues: readonly PolicyIssue[]): ServiceError {
   const messages = issues.map(formatIssue);
-  return new ServiceError(500, ErrorCode.internal, `${summary}: ${messages.join("; ")}`, { issues: messages });
+  return new ServiceError(500, ErrorCode.internal, `${summary}: ${messages.join("; ")}`, { details: { issues: messages } });
 }
 
 /** The log line, written once per isolate and policy. */

@@ -49,9 +49,7 @@ export async function dispatch(
           502,
           ErrorCode.upstreamUnavailable,
           `This route's upstream is tcp://${upstream.hostname}:${upstream.port}; enable its websocket_tcp_converter module to bridge WebSockets to it.`,
-          {},
-          {},
-          TCP_WITHOUT_CONVERTER_ADVICE,
+          { advice: TCP_WITHOUT_CONVERTER_ADVICE },
         ),
         original,
       );
@@ -67,7 +65,7 @@ async function echo(original: Request, exchange: Exchange): Promise<Response> {
   if (!read.ok && read.busy) return busyResponse(read, ErrorCode.upstreamUnavailable, { upstream: "echo" });
   if (!read.ok) {
     const message = read.tooLarge ? `The echo upstream answers bodies of at most ${read.limit} bytes.` : `The echo upstream got no body: ${read.message}.`;
-    return new ServiceError(read.tooLarge ? 413 : 400, ErrorCode.unparseableBody, message, { upstream: "echo" }).toResponse();
+    return new ServiceError(read.tooLarge ? 413 : 400, ErrorCode.unparseableBody, message, { details: { upstream: "echo" } }).toResponse();
   }
   const body = new TextDecoder().decode(read.bytes);
   return Response.json({
@@ -125,15 +123,14 @@ async function proxyToOrigin(origin: URL, original: Request, exchange: Exchange,
     return await fetch(upstreamRequest(original, exchange, originUrl(origin, requestUrl)), { signal: timeout });
   } catch (error) {
     const failure = timeout.aborted
-      ? new ServiceError(504, ErrorCode.upstreamTimeout, `The upstream ${origin.origin} did not answer within ${timeoutMs}ms.`, {}, {}, UPSTREAM_TIMEOUT_ADVICE)
-      : new ServiceError(
-          502,
-          ErrorCode.upstreamUnavailable,
-          `The upstream ${origin.origin} could not be reached: ${(error as Error).message}`,
-          {},
-          {},
-          UPSTREAM_UNAVAILABLE_ADVICE,
-        );
+      ? new ServiceError(504, ErrorCode.upstreamTimeout, `The upstream ${origin.origin} did not answer within ${timeoutMs}ms.`, {
+          advice: UPSTREAM_TIMEOUT_ADVICE,
+          cause: error,
+        })
+      : new ServiceError(502, ErrorCode.upstreamUnavailable, `The upstream ${origin.origin} could not be reached: ${(error as Error).message}`, {
+          advice: UPSTREAM_UNAVAILABLE_ADVICE,
+          cause: error,
+        });
     return errorAnswer(failure, original);
   }
 }

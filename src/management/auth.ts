@@ -52,13 +52,9 @@ export async function authenticateApiKey(
   if (authorization === null || authorization.trim() === "") {
     return {
       ok: false,
-      error: new ServiceError(
-        401,
-        ErrorCode.missingCredentials,
-        "The request has no credentials: send 'Authorization: Bearer <API key>'.",
-        {},
-        UNAUTHORIZED_HEADERS,
-      ),
+      error: new ServiceError(401, ErrorCode.missingCredentials, "The request has no credentials: send 'Authorization: Bearer <API key>'.", {
+        headers: UNAUTHORIZED_HEADERS,
+      }),
     };
   }
   const match = BEARER.exec(authorization);
@@ -69,8 +65,7 @@ export async function authenticateApiKey(
         401,
         ErrorCode.missingCredentials,
         "The Authorization header must have the form 'Bearer <API key>' (the scheme in any case, one space, no other whitespace).",
-        {},
-        UNAUTHORIZED_HEADERS,
+        { headers: UNAUTHORIZED_HEADERS },
       ),
     };
   }
@@ -83,7 +78,7 @@ export async function authenticateApiKey(
     if (equal && matched === undefined) matched = entry;
   }
   if (matched === undefined) {
-    return { ok: false, error: new ServiceError(401, ErrorCode.invalidCredentials, "The API key is not valid.", {}, UNAUTHORIZED_HEADERS) };
+    return { ok: false, error: new ServiceError(401, ErrorCode.invalidCredentials, "The API key is not valid.", { headers: UNAUTHORIZED_HEADERS }) };
   }
   return { ok: true, accountId: matched.accountId, credentialId: await credentialIdOf(matched.hash) };
 }

@@ -21,7 +21,7 @@ export function validationError(error: z.ZodError, prefix: readonly PropertyKey[
   if (unknown) return unknownFieldError(unknown, schema, prefix);
   const issue = error.issues[0];
   const field = fieldPath(issue.path, prefix);
-  return new ServiceError(400, ErrorCode.invalidValue, `The field '${field}' ${issue.message}.`, { field });
+  return new ServiceError(400, ErrorCode.invalidValue, `The field '${field}' ${issue.message}.`, { details: { field } });
 }
 
 /** Validates an already parsed value; throws the 400 of {@link validationError}. */
@@ -44,7 +44,9 @@ export async function readJsonObject(c: ManagementContext): Promise<Record<strin
   const contentType = c.req.header("content-type");
   if (contentType !== undefined && !isJsonMediaType(contentType)) {
     throw new ServiceError(415, ErrorCode.unsupportedMediaType, "The request body must be JSON, sent with 'Content-Type: application/json'.", {
-      content_type: contentType.slice(0, 100),
+      details: {
+        content_type: contentType.slice(0, 100),
+      },
     });
   }
   const declaredLength = Number(c.req.header("content-length") ?? "0");
@@ -54,7 +56,7 @@ export async function readJsonObject(c: ManagementContext): Promise<Record<strin
   const body = c.req.raw.body;
   const read = body
     ? await bytesWithin(body, MAX_BODY_BYTES).catch((error: unknown) => {
-        throw new ServiceError(400, ErrorCode.unparseableBody, `The request body broke off: ${(error as Error).message}`);
+        throw new ServiceError(400, ErrorCode.unparseableBody, `The request body broke off: ${(error as Error).message}`, { cause: error });
       })
     : { ok: true as const, bytes: new Uint8Array(0) };
   if (!read.ok) throw tooLarge();
@@ -63,7 +65,9 @@ export async function readJsonObject(c: ManagementContext): Promise<Record<strin
   const decoded = decodeUtf8(bytes);
   if (!decoded.ok) {
     throw new ServiceError(400, ErrorCode.unparseableBody, `The request body is not valid UTF-8: the bytes at offset ${decoded.offset} are ill-formed.`, {
-      offset: decoded.offset,
+      details: {
+        offset: decoded.offset,
+      },
     });
   }
   const text = decoded.text;
@@ -74,7 +78,7 @@ export async function readJsonObject(c: ManagementContext): Promise<Record<strin
   try {
     value = JSON.parse(text);
   } catch (error) {
-    throw new ServiceError(400, ErrorCode.unparseableBody, `The request body is not valid JSON: ${(error as Error).message}`);
+    throw new ServiceError(400, ErrorCode.unparseableBody, `The request body is not valid JSON: ${(error as Error).message}`, { cause: error });
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new ServiceError(400, ErrorCode.unparseableBody, "The request body must be a JSON object.");

@@ -27,11 +27,13 @@ export function edgeOwnerAccount(env: Env): string {
 export function findEdgeRoute(edges: EdgeDirectory, env: Env, accountId: string, edgeId: string, routeId: string): void {
   const edge = accountId === edgeOwnerAccount(env) ? edges.edge(env, edgeId) : undefined;
   if (!edge) {
-    throw new ServiceError(404, ErrorCode.notFound, `No HTTPS edge '${edgeId}' exists in this account.`, { edge_id: edgeId });
+    throw new ServiceError(404, ErrorCode.notFound, `No HTTPS edge '${edgeId}' exists in this account.`, { details: { edge_id: edgeId } });
   }
   const route = edge.routes.find((candidate) => candidate.id === routeId);
   if (!route) {
-    throw new ServiceError(404, ErrorCode.notFound, `The HTTPS edge '${edgeId}' has no route '${routeId}'.`, { edge_id: edgeId, route_id: routeId });
+    throw new ServiceError(404, ErrorCode.notFound, `The HTTPS edge '${edgeId}' has no route '${routeId}'.`, {
+      details: { edge_id: edgeId, route_id: routeId },
+    });
   }
 }
 

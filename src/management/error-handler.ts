@@ -61,21 +61,22 @@ export function notFoundOrMethodNotAllowed(operations: () => readonly ServedOper
       ),
     ];
     if (allowed.length === 0) {
-      return answer(new ServiceError(404, ErrorCode.notFound, `The management API has no resource at '${path}'.`, { path }), c, c.get("operationId"));
+      return answer(
+        new ServiceError(404, ErrorCode.notFound, `The management API has no resource at '${path}'.`, { details: { path } }),
+        c,
+        c.get("operationId"),
+      );
     }
     if (allowed.includes("GET")) allowed.push("HEAD");
     return answer(
-      new ServiceError(
-        405,
-        ErrorCode.methodNotAllowed,
-        `Method ${c.req.method} is not allowed on '${path}'; allowed: ${allowed.join(", ")}.`,
-        {
+      new ServiceError(405, ErrorCode.methodNotAllowed, `Method ${c.req.method} is not allowed on '${path}'; allowed: ${allowed.join(", ")}.`, {
+        details: {
           path,
           method: c.req.method,
           allowed,
         },
-        { allow: allowed.join(", ") },
-      ),
+        headers: { allow: allowed.join(", ") },
+      }),
       c,
       c.get("operationId"),
     );

@@ -57,23 +57,27 @@ export function parsePageRequest(url: URL, idPrefix: string, listed?: ListedIds)
 
   if (snake !== undefined && camel !== undefined && snake !== camel) {
     throw new ServiceError(400, ErrorCode.invalidValue, "The query parameters 'before_id' and 'beforeId' disagree; send one of them.", {
-      field: "before_id",
+      details: {
+        field: "before_id",
+      },
     });
   }
   const beforeId = snake ?? camel;
   const accepted = listed ? listed.test(beforeId ?? "") : isId(beforeId ?? "", idPrefix);
   if (beforeId !== undefined && !accepted) {
     const form = listed ? listed.form : `an id of the form '${idPrefix}_…'`;
-    throw new ServiceError(400, ErrorCode.invalidValue, `The field 'before_id' must be ${form}.`, { field: "before_id" });
+    throw new ServiceError(400, ErrorCode.invalidValue, `The field 'before_id' must be ${form}.`, { details: { field: "before_id" } });
   }
   return { limit, beforeId };
 }
 
 function limitError(): ServiceError {
   return new ServiceError(400, ErrorCode.pageSizeOutOfRange, `The field 'limit' ${LIMIT_MESSAGE}.`, {
-    field: "limit",
-    min: 1,
-    max: MAX_PAGE_SIZE,
+    details: {
+      field: "limit",
+      min: 1,
+      max: MAX_PAGE_SIZE,
+    },
   });
 }
 

@@ -70,9 +70,11 @@ export function unknownFieldError(issue: UnrecognizedKeysIssue, schema: z.core.$
   const near = nearestName(first, known);
   const hint = near !== undefined ? `; did you mean '${fieldPath([...issue.path, near], prefix)}'?` : ".";
   return new ServiceError(400, ErrorCode.unknownField, `The field '${field}' is not a known field${hint}`, {
-    field,
-    unknown_fields: unknown,
-    ...(known.length > 0 ? { known_fields: known } : {}),
-    ...(near !== undefined ? { did_you_mean: fieldPath([...issue.path, near], prefix) } : {}),
+    details: {
+      field,
+      unknown_fields: unknown,
+      ...(known.length > 0 ? { known_fields: known } : {}),
+      ...(near !== undefined ? { did_you_mean: fieldPath([...issue.path, near], prefix) } : {}),
+    },
   });
 }

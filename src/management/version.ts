@@ -29,15 +29,17 @@ export function serviceVersion(): MiddlewareHandler<ManagementEnv> {
         400,
         ErrorCode.missingVersion,
         `The ${VERSION_HEADER} header is required; send '${VERSION_HEADER}: ${SUPPORTED_VERSION}' (or its alias '${VERSION_HEADER_ALIAS}: ${SUPPORTED_VERSION}').`,
-        { header: VERSION_HEADER },
+        { details: { header: VERSION_HEADER } },
       );
     }
     for (const { header, value } of sent) {
       if (value.trim() === SUPPORTED_VERSION) continue;
       const shown = value.length > SHOWN_VALUE_LENGTH ? `${value.slice(0, SHOWN_VALUE_LENGTH)}…` : value;
       throw new ServiceError(400, ErrorCode.unsupportedVersion, `${header} '${shown}' is not supported; the supported version is ${SUPPORTED_VERSION}.`, {
-        header,
-        supported_versions: [SUPPORTED_VERSION],
+        details: {
+          header,
+          supported_versions: [SUPPORTED_VERSION],
+        },
       });
     }
     await next();

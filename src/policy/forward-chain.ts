@@ -53,9 +53,7 @@ export class ForwardChain {
       508,
       ForwardErrorCode.tooManyHops,
       `forward-internal to ${url.origin} refused: this request was already forwarded ${this.hops} times, the most a request may be (${MAX_FORWARD_HOPS}).`,
-      { url: url.origin, hops: this.hops },
-      {},
-      FORWARD_ADVICE,
+      { details: { url: url.origin, hops: this.hops }, advice: FORWARD_ADVICE },
     );
   }
 
@@ -66,9 +64,7 @@ export class ForwardChain {
         508,
         ForwardErrorCode.loop,
         `forward-internal to ${url.origin} refused: a loop was detected, this request already ran through that target.`,
-        { url: url.origin, hops: this.hops },
-        {},
-        FORWARD_ADVICE,
+        { details: { url: url.origin, hops: this.hops }, advice: FORWARD_ADVICE },
       );
     }
     return new ForwardChain([...this.scopes, scope], this.clientIp, this.budget);
@@ -81,8 +77,6 @@ export function internalTargetNotFound(url: URL): ServiceError {
     404,
     ForwardErrorCode.notFound,
     `forward-internal found no target at ${url.origin}: nothing of this owner is served there, or it is offline.`,
-    { url: url.origin },
-    {},
-    FORWARD_ADVICE,
+    { details: { url: url.origin }, advice: FORWARD_ADVICE },
   );
 }

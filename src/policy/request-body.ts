@@ -37,7 +37,10 @@ export type BusyRead = Extract<BodyRead, { busy: true }>;
  */
 export function busyResponse(read: BusyRead, code: number, details: ErrorDetails): Response {
   const message = `The request body could not be read: ${read.message}.`;
-  return new ServiceError(503, code, message, { ...details, retry_after: read.retryAfter }, { "retry-after": String(read.retryAfter) }).toResponse();
+  return new ServiceError(503, code, message, {
+    details: { ...details, retry_after: read.retryAfter },
+    headers: { "retry-after": String(read.retryAfter) },
+  }).toResponse();
 }
 
 const EMPTY: BodyBytes = new Uint8Array(0);

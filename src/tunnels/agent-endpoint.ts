@@ -41,15 +41,11 @@ export const agentEndpointPolicy: CompiledPolicy = compileEndpointPolicy();
 
 export async function acceptAgentSession(request: Request, env: Env, services: Pick<TunnelServices, "authenticate">): Promise<Response> {
   if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
-    return new ServiceError(
-      426,
-      TunnelErrorCode.agentEndpoint,
-      "This is the tunnel agent endpoint: connect with a WebSocket, as `tollgate agent` does.",
-      {},
-      {
+    return new ServiceError(426, TunnelErrorCode.agentEndpoint, "This is the tunnel agent endpoint: connect with a WebSocket, as `tollgate agent` does.", {
+      headers: {
         upgrade: "websocket",
       },
-    ).toResponse();
+    }).toResponse();
   }
   const spoken = request.headers.get(PROTOCOL_HEADER);
   if (spoken !== null && spoken !== String(PROTOCOL_VERSION)) {
@@ -57,7 +53,7 @@ export async function acceptAgentSession(request: Request, env: Env, services: P
       400,
       TunnelErrorCode.agentEndpoint,
       `The agent speaks tunnel protocol version ${spoken}, this edge speaks version ${PROTOCOL_VERSION}: use an agent of the same release as the edge.`,
-      { edge_protocol: PROTOCOL_VERSION, agent_protocol: spoken },
+      { details: { edge_protocol: PROTOCOL_VERSION, agent_protocol: spoken } },
     ).toResponse();
   }
   const settings = settingsOf(env);

@@ -33,9 +33,7 @@ export function tunnelNotFound(host: string): ServiceError {
     404,
     TunnelErrorCode.tunnelNotFound,
     `Tunnel ${host} not found: no agent is online serving this host. Start the agent (tollgate agent http <port>) and use the public URL it prints.`,
-    { host },
-    {},
-    TUNNEL_OFFLINE_ADVICE,
+    { details: { host }, advice: TUNNEL_OFFLINE_ADVICE },
   );
 }
 
@@ -63,25 +61,17 @@ export function streamFailure(code: string, message: string, host: string): Serv
     case ResetCode.upstreamUnreachable:
     case ResetCode.upstreamTimeout:
     case ResetCode.upstreamError:
-      return new ServiceError(
-        502,
-        TunnelErrorCode.localServiceFailed,
-        `The tunnel agent could not get an answer from its local service: ${message}`,
-        { host, reason: code },
-        {},
-        LOCAL_SERVICE_FAILED_ADVICE,
-      );
+      return new ServiceError(502, TunnelErrorCode.localServiceFailed, `The tunnel agent could not get an answer from its local service: ${message}`, {
+        details: { host, reason: code },
+        advice: LOCAL_SERVICE_FAILED_ADVICE,
+      });
     case ResetCode.unknownTunnel:
       return tunnelNotFound(host);
     default:
-      return new ServiceError(
-        502,
-        TunnelErrorCode.agentUnavailable,
-        `The tunnel agent did not complete the response: ${message}`,
-        { host, reason: code },
-        {},
-        AGENT_UNAVAILABLE_ADVICE,
-      );
+      return new ServiceError(502, TunnelErrorCode.agentUnavailable, `The tunnel agent did not complete the response: ${message}`, {
+        details: { host, reason: code },
+        advice: AGENT_UNAVAILABLE_ADVICE,
+      });
   }
 }
 
@@ -97,14 +87,15 @@ export function requestHeadRefused(refused: HeadRefusal, host: string): ServiceE
     refused.status,
     TunnelErrorCode.requestHeadRefused,
     `The request to ${host} was not relayed to the tunnel's agent: ${refused.reason}.`,
-    { host, reason: refused.reason },
-    {},
     {
-      title: HEAD_ADVICE[refused.status]?.title ?? "The request cannot go through this tunnel",
-      steps: [
-        `Tunnels carry request heads within fixed bounds: a target of at most ${MAX_TARGET_CHARS} characters, at most ${MAX_HEADER_FIELDS} header fields, names of at most ${MAX_HEADER_NAME_CHARS} and values of at most ${MAX_HEADER_VALUE_CHARS} characters.`,
-        "Send the request again with a shorter address or fewer or smaller headers (large cookies are the usual cause).",
-      ],
+      details: { host, reason: refused.reason },
+      advice: {
+        title: HEAD_ADVICE[refused.status]?.title ?? "The request cannot go through this tunnel",
+        steps: [
+          `Tunnels carry request heads within fixed bounds: a target of at most ${MAX_TARGET_CHARS} characters, at most ${MAX_HEADER_FIELDS} header fields, names of at most ${MAX_HEADER_NAME_CHARS} and values of at most ${MAX_HEADER_VALUE_CHARS} characters.`,
+          "Send the request again with a shorter address or fewer or smaller headers (large cookies are the usual cause).",
+        ],
+      },
     },
   );
 }

@@ -34,14 +34,11 @@ const SESSION_BUSY_ADVICE = {
 
 /** The public client's answer when the session (`reason`: why) takes no more streams now. */
 export function sessionBusy(host: string, reason: string, details: Record<string, unknown> = {}): ServiceError {
-  return new ServiceError(
-    503,
-    TunnelErrorCode.sessionBusy,
-    `Tunnel ${host} is busy: ${reason}. Try again in a moment.`,
-    { host, reason: ResetCode.tooManyStreams, ...details },
-    { "retry-after": String(BUSY_RETRY_AFTER_S) },
-    SESSION_BUSY_ADVICE,
-  );
+  return new ServiceError(503, TunnelErrorCode.sessionBusy, `Tunnel ${host} is busy: ${reason}. Try again in a moment.`, {
+    details: { host, reason: ResetCode.tooManyStreams, ...details },
+    headers: { "retry-after": String(BUSY_RETRY_AFTER_S) },
+    advice: SESSION_BUSY_ADVICE,
+  });
 }
 
 /** The edge's own refusal: the session carries MAX_SESSION_STREAMS already. */

@@ -39,7 +39,7 @@ describe("which clients get the HTML page", () => {
 });
 
 describe("errorAnswer", () => {
-  const error = new ServiceError(404, ErrorCode.noRoute, "No route.", { host: "gw.test" }, { "x-extra": "1" });
+  const error = new ServiceError(404, ErrorCode.noRoute, "No route.", { details: { host: "gw.test" }, headers: { "x-extra": "1" } });
 
   it("answers an API client the envelope toResponse renders, byte for byte and header for header", async () => {
     const answered = errorAnswer(error, request("*/*"), "op_1");

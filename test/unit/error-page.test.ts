@@ -6,7 +6,7 @@ const hostile = `<script>alert(1)</script><img src=x onerror="alert(2)"> & 'quot
 
 describe("the HTML error page", () => {
   it("shows the error code, the status, the message, what to do and the operation id", () => {
-    const error = new ServiceError(404, 3200, "Tunnel a.localhost not found.", {}, {}, { title: "This tunnel is offline", steps: ["Start the agent."] });
+    const error = new ServiceError(404, 3200, "Tunnel a.localhost not found.", { advice: { title: "This tunnel is offline", steps: ["Start the agent."] } });
     const html = errorPageHtml(error, "op_123");
     expect(html).toContain("<h1>This tunnel is offline</h1>");
     expect(html).toContain("<code>ERR_SVC_3200</code>");
@@ -23,7 +23,7 @@ describe("the HTML error page", () => {
   });
 
   it("makes a hostile message, title, step and operation id inert", () => {
-    const error = new ServiceError(404, ErrorCode.noRoute, hostile, {}, {}, { title: hostile, steps: [hostile] });
+    const error = new ServiceError(404, ErrorCode.noRoute, hostile, { advice: { title: hostile, steps: [hostile] } });
     const html = errorPageHtml(error, hostile);
     expect(html).not.toContain("<script>");
     expect(html).not.toContain("<img");
@@ -54,7 +54,7 @@ describe("the HTML error page", () => {
   });
 
   it("is served with the status, the error's headers and headers that keep it inert", async () => {
-    const response = errorPageResponse(new ServiceError(405, ErrorCode.methodNotAllowed, "no", {}, { allow: "GET, HEAD" }), "op_9");
+    const response = errorPageResponse(new ServiceError(405, ErrorCode.methodNotAllowed, "no", { headers: { allow: "GET, HEAD" } }), "op_9");
     expect(response.status).toBe(405);
     expect(Object.fromEntries(response.headers)).toEqual({
       allow: "GET, HEAD",

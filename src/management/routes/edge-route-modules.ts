@@ -38,16 +38,16 @@ function moduleFromBody(kind: ModuleKind, body: Record<string, unknown>, edgeId:
   const { edge_id, id, ...rest } = body;
   validate(z.strictObject(pathEcho).partial(), { edge_id, id });
   if (edge_id !== undefined && edge_id !== edgeId) {
-    throw new ServiceError(400, ErrorCode.invalidValue, "The field 'edge_id' must equal the edge id of the path.", { field: "edge_id" });
+    throw new ServiceError(400, ErrorCode.invalidValue, "The field 'edge_id' must equal the edge id of the path.", { details: { field: "edge_id" } });
   }
   if (id !== undefined && id !== routeId) {
-    throw new ServiceError(400, ErrorCode.invalidValue, "The field 'id' must equal the route id of the path.", { field: "id" });
+    throw new ServiceError(400, ErrorCode.invalidValue, "The field 'id' must equal the route id of the path.", { details: { field: "id" } });
   }
   if ("module" in rest) {
     const { module, ...extra } = rest;
     validate(z.strictObject({ module: z.unknown() }), { module, ...extra });
     if (typeof module !== "object" || module === null || Array.isArray(module)) {
-      throw new ServiceError(400, ErrorCode.invalidValue, "The field 'module' must be a JSON object.", { field: "module" });
+      throw new ServiceError(400, ErrorCode.invalidValue, "The field 'module' must be a JSON object.", { details: { field: "module" } });
     }
     return validate(MODULE_SCHEMAS[kind], module, ["module"]);
   }
@@ -108,9 +108,11 @@ for (const kind of MODULE_KINDS) {
       const module = modules[kind];
       if (!module) {
         throw new ServiceError(404, ErrorCode.notFound, `The route '${routeId}' of edge '${edgeId}' has no ${title} module.`, {
-          edge_id: edgeId,
-          route_id: routeId,
-          module: kind,
+          details: {
+            edge_id: edgeId,
+            route_id: routeId,
+            module: kind,
+          },
         });
       }
       return c.json(module, 200);

@@ -137,7 +137,7 @@ operation(
   async (c: ManagementContext) => {
     const id = c.req.param("id") ?? "";
     const edge = visibleEdges(c).find((candidate) => candidate.id === id);
-    if (!edge) throw new ServiceError(404, ErrorCode.notFound, `No HTTPS edge '${id}' exists in this account.`, { edge_id: id });
+    if (!edge) throw new ServiceError(404, ErrorCode.notFound, `No HTTPS edge '${id}' exists in this account.`, { details: { edge_id: id } });
     const [facts] = await edgeFacts(c, [edge]);
     return c.json(renderEdge(requestOrigin(c), requestPort(c), edge, facts), 200);
   },

@@ -47,7 +47,7 @@ export interface TargetBody {
 }
 
 function invalid(field: string, message: string): ServiceError {
-  return new ServiceError(400, ErrorCode.invalidValue, `The field '${field}' ${message}.`, { field });
+  return new ServiceError(400, ErrorCode.invalidValue, `The field '${field}' ${message}.`, { details: { field } });
 }
 
 /**
@@ -65,7 +65,8 @@ export async function scopeOfTarget(
   if (tunnelId !== undefined) {
     if (edgeId !== undefined || routeId !== undefined) throw invalid("tunnel_id", "cannot be combined with edge_id or route_id");
     const online = isId(tunnelId, TUNNEL_ID_PREFIX) && tunnels !== undefined && (await tunnels.isOnline(env, accountId, tunnelId));
-    if (!online) throw new ServiceError(404, ErrorCode.notFound, `No online tunnel '${tunnelId}' exists in this account.`, { tunnel_id: tunnelId });
+    if (!online)
+      throw new ServiceError(404, ErrorCode.notFound, `No online tunnel '${tunnelId}' exists in this account.`, { details: { tunnel_id: tunnelId } });
     return `tunnel:${tunnelId}`;
   }
   if (edgeId === undefined) throw invalid("edge_id", "is required (or give tunnel_id)");

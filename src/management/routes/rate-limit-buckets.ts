@@ -87,7 +87,7 @@ const readingSchema = z
 const seconds = (ms: number) => Math.ceil(ms / 1000);
 
 function notFound(message: string, details: Record<string, unknown>): ServiceError {
-  return new ServiceError(404, ErrorCode.notFound, message, details);
+  return new ServiceError(404, ErrorCode.notFound, message, { details });
 }
 
 /** The query: the action's name, one `bucket_key` value per element, the tier (checked against the action later). */
@@ -109,12 +109,12 @@ async function readBucket(
 ) {
   if (parts.length !== limits.keyElements) {
     const message = `must be given ${limits.keyElements} time(s), once per element of the action's bucket_key (got ${parts.length})`;
-    throw new ServiceError(400, ErrorCode.invalidValue, `The field 'bucket_key' ${message}.`, { field: "bucket_key" });
+    throw new ServiceError(400, ErrorCode.invalidValue, `The field 'bucket_key' ${message}.`, { details: { field: "bucket_key" } });
   }
   const tiers = limits.plans.length;
   const tier = askedTier === undefined ? tiers - 1 : Number(askedTier);
   if (tier >= tiers) {
-    throw new ServiceError(400, ErrorCode.invalidValue, `The field 'tier' must be 0 to ${tiers - 1} for this action.`, { field: "tier" });
+    throw new ServiceError(400, ErrorCode.invalidValue, `The field 'tier' must be 0 to ${tiers - 1} for this action.`, { details: { field: "tier" } });
   }
   const shown = parts.join(":");
   const now = Date.now();

@@ -87,7 +87,7 @@ const listSchema = z
   .openapi("RateLimitOverrideList");
 
 function invalid(field: string, message: string): ServiceError {
-  return new ServiceError(400, ErrorCode.invalidValue, `The field '${field}' ${message}.`, { field });
+  return new ServiceError(400, ErrorCode.invalidValue, `The field '${field}' ${message}.`, { details: { field } });
 }
 
 /** The windows a body gives: `windows`, or `capacity` + `rate` as a list of one; undefined when it gives none. */
@@ -132,7 +132,7 @@ function render(c: ManagementContext, record: OverrideRecord): z.output<typeof o
   };
 }
 
-const notFound = (id: string) => new ServiceError(404, ErrorCode.notFound, `No rate-limit override '${id}' exists in this account.`, { id });
+const notFound = (id: string) => new ServiceError(404, ErrorCode.notFound, `No rate-limit override '${id}' exists in this account.`, { details: { id } });
 
 /** The path id, or 404 when it cannot be an override id (so it cannot exist). */
 function overrideId(c: ManagementContext): string {
@@ -142,7 +142,7 @@ function overrideId(c: ManagementContext): string {
 }
 
 function refusal(answer: OverrideRecord | OverrideRefusal): OverrideRecord {
-  if ("refused" in answer) throw new ServiceError(400, ErrorCode.invalidValue, answer.refused, { field: answer.field });
+  if ("refused" in answer) throw new ServiceError(400, ErrorCode.invalidValue, answer.refused, { details: { field: answer.field } });
   return answer;
 }
 

@@ -103,7 +103,7 @@ function usersRouter(at: UserPath): OpenAPIHono<ManagementEnv> {
     active: record.active,
     created_at: record.created_at,
   });
-  const notFound = (id: string) => new ServiceError(404, ErrorCode.notFound, `No ${noun} '${id}' exists in this account.`, { id });
+  const notFound = (id: string) => new ServiceError(404, ErrorCode.notFound, `No ${noun} '${id}' exists in this account.`, { details: { id } });
   /** The path id, or 404 when it cannot be a user id (so it cannot exist). */
   const userId = (c: ManagementContext): string => {
     const id = c.req.param("id") ?? "";
@@ -182,7 +182,7 @@ function usersRouter(at: UserPath): OpenAPIHono<ManagementEnv> {
       const id = userId(c);
       const { id: bodyId, ...patch } = await readJsonBody(c, schemas.update);
       if (bodyId !== undefined && bodyId !== id) {
-        throw new ServiceError(400, ErrorCode.invalidValue, `The field 'id' must equal the ${noun} id of the path.`, { field: "id" });
+        throw new ServiceError(400, ErrorCode.invalidValue, `The field 'id' must equal the ${noun} id of the path.`, { details: { field: "id" } });
       }
       const record = await store(c).updateBotUser(id, patch);
       if (!record) throw notFound(id);

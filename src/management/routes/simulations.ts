@@ -119,13 +119,15 @@ operation(
       }));
       if (result.source === "input") {
         const field = issues[0]?.path ?? "";
-        throw new ServiceError(400, ErrorCode.invalidValue, `The field '${field}' ${issues[0]?.message ?? "is not valid"}.`, { field });
+        throw new ServiceError(400, ErrorCode.invalidValue, `The field '${field}' ${issues[0]?.message ?? "is not valid"}.`, { details: { field } });
       }
       const shown = issues.slice(0, MAX_ISSUES_IN_MESSAGE).map((issue) => issue.text);
       const more = issues.length > shown.length ? `; and ${issues.length - shown.length} more (details.issues)` : "";
       throw new ServiceError(400, ErrorCode.invalidValue, `The field 'policy' does not load: ${shown.join("; ")}${more}`, {
-        field: "policy",
-        issues,
+        details: {
+          field: "policy",
+          issues,
+        },
       });
     }
     return c.json({ decisions: result.decisions, stopped: result.stopped ?? null, buckets: result.buckets }, 200);

@@ -95,7 +95,7 @@ operation(
   async (c: ManagementContext) => {
     const id = c.req.param("id") ?? "";
     const record = await getTunnelSession(c.env, c.get("accountId"), id);
-    if (!record) throw new ServiceError(404, ErrorCode.notFound, `No online tunnel session '${id}' exists in this account.`, { id });
+    if (!record) throw new ServiceError(404, ErrorCode.notFound, `No online tunnel session '${id}' exists in this account.`, { details: { id } });
     return c.json(renderTunnelSession(requestOrigin(c), record), 200);
   },
 );

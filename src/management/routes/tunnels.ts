@@ -67,7 +67,7 @@ export function renderTunnel(origin: string, record: TunnelRecord): Tunnel {
 }
 
 function notFound(id: string): ServiceError {
-  return new ServiceError(404, ErrorCode.notFound, `No online tunnel '${id}' exists in this account.`, { id });
+  return new ServiceError(404, ErrorCode.notFound, `No online tunnel '${id}' exists in this account.`, { details: { id } });
 }
 
 const json = <S extends z.ZodType>(schema: S) => ({ content: { "application/json": { schema } } });

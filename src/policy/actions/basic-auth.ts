@@ -162,7 +162,8 @@ export const basicAuthAction = defineAction({
     // Digests of the written credentials: made once per compiled policy, on its first request.
     let fixedDigests: Promise<Uint8Array[]> | undefined;
     const challenge = { "www-authenticate": `Basic realm="${config.realm}"` };
-    const refuse = (code: number, message: string) => new ServiceError(401, code, message, { action: context.position }, challenge).toResponse();
+    const refuse = (code: number, message: string) =>
+      new ServiceError(401, code, message, { details: { action: context.position }, headers: challenge }).toResponse();
     return {
       type: "basic-auth",
       async run(exchange: Exchange, services: ActionServices) {

@@ -23,7 +23,9 @@ export const denyAction = defineAction({
       type: "deny",
       run: () =>
         new ServiceError(config.status_code, ErrorCode.denied, "The request was denied by the traffic policy.", {
-          action: context.position,
+          details: {
+            action: context.position,
+          },
         }).toResponse(),
     };
   },

@@ -186,7 +186,7 @@ export const jwtValidationAction = defineAction({
     const refuse = (vars: JwtValidationVars, status: number, code: number, message: string, challenge?: string) => {
       vars.error = { code: `ERR_SVC_${code}`, message };
       const headers: Record<string, string> = challenge === undefined ? {} : { "www-authenticate": challenge };
-      return new ServiceError(status, code, message, { action: context.position }, headers).toResponse();
+      return new ServiceError(status, code, message, { details: { action: context.position }, headers }).toResponse();
     };
     return {
       type: "jwt-validation",

@@ -45,7 +45,6 @@ export function invalidCostResponse(name: string, reason: string, retryAfter: nu
     429,
     ErrorCode.rateLimited,
     `Rate limit refused the request: its cost is invalid (${shown}). Send a cost from 0 to ${MAX_COST}; a valid request may be admitted in ${retryAfter}s.`,
-    { rate_limit: name, retry_after: retryAfter, cost_error: shown },
-    { "retry-after": String(retryAfter) },
+    { details: { rate_limit: name, retry_after: retryAfter, cost_error: shown }, headers: { "retry-after": String(retryAfter) } },
   ).toResponse();
 }

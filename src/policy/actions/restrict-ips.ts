@@ -132,7 +132,9 @@ export const restrictIpsAction = defineAction({
           ? { code: "", message: "" }
           : { code: "ERR_RESTRICT_IPS_NO_ADDRESS", message: "The client address is missing or not an IP address." };
         if (!denied || !config.enforce) return undefined;
-        return new ServiceError(403, ErrorCode.denied, "The client address is not allowed by the traffic policy.", { action: context.position }).toResponse();
+        return new ServiceError(403, ErrorCode.denied, "The client address is not allowed by the traffic policy.", {
+          details: { action: context.position },
+        }).toResponse();
       },
     };
   },

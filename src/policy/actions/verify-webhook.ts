@@ -82,7 +82,7 @@ export const verifyWebhookAction = defineAction({
     // Importing keys is asynchronous: once per compiled policy, on its first request.
     let verifier: Promise<Verifier> | undefined;
     const refuse = (status: number, message: string) =>
-      new ServiceError(status, ErrorCode.webhookUnverified, message, { action: context.position, provider: scheme.provider }).toResponse();
+      new ServiceError(status, ErrorCode.webhookUnverified, message, { details: { action: context.position, provider: scheme.provider } }).toResponse();
     return {
       type: "verify-webhook",
       async run(exchange) {
