@@ -101,7 +101,7 @@ const management = createManagementApp({
       return policy && actionLimits(policy, action);
     },
     // The pipeline named the ingress of the request that brought this call a moment ago, from its request.cf.
-    ingress: (env, request) => settingsOf(env).ingressId || runtime.buckets.ingress.of(() => ingressId(env, request)),
+    ingress: (env, request) => ingressId(env, request, runtime.buckets.ingress),
   },
   // a labeled tunnel (no URL of its own) runs no policy of its own: its traffic is a route's
   tunnels: { isOnline: async (env, accountId, tunnelId) => (await getOnlineTunnel(env, accountId, tunnelId))?.public_url !== undefined },

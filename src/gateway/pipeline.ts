@@ -15,7 +15,6 @@ import { clientIpBucket } from "../policy/client-ip-bucket.ts";
 import type { IsolateBuckets } from "../limiter/isolate-buckets.ts";
 import { ingressId } from "../ingress.ts";
 import { withRateLimitFields } from "../policy/rate-limit-fields.ts";
-import { settingsOf } from "../settings.ts";
 import { rateLimitServices, type RateLimitServicesMemory } from "./limiter-client.ts";
 import { type SettleLog, settleOnResponse } from "./response-settle.ts";
 import type { Route } from "./gateway-config.ts";
@@ -94,7 +93,7 @@ export async function runThroughPolicy(
       }),
   };
   // INGRESS_ID when configured; else the data center, remembered per isolate (reading request.cf is costly).
-  const ingress = settingsOf(env).ingressId || isolate.buckets.ingress.of(() => ingressId(env, request));
+  const ingress = ingressId(env, request, isolate.buckets.ingress);
   const services: ActionServices = {
     ...(isolate.rateLimitServices?.of(env, ingress, isolate.buckets) ?? rateLimitServices(env, ingress, isolate.buckets)),
     interpolationErrors: isolate.expressionErrors,
@@ -247,7 +246,8 @@ async function routeTarget(route: Route, gateway: GatewayContext): Promise<Polic
       errorThresholdPercentage: breaker.error_threshold_percentage,
     };
     const home = { env, memory: isolate.breakers, afterResponse: ctx };
-    forward = (original, exchange) => withCircuitBreaker(home, { ingress: ingressId(env, original), label, spec }, () => direct(original, exchange), original);
+    forward = (original, exchange) =>
+      withCircuitBreaker(home, { ingress: ingressId(env, original, isolate.buckets.ingress), label, spec }, () => direct(original, exchange), original);
   }
   return { scope, policy: policy.policy, forward, internal: internalRoutes(gateway) };
 }
