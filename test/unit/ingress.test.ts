@@ -13,7 +13,12 @@ const vars = (ingress: string) =>
 function requestAt(colo: string | undefined) {
   const request = new Request("http://gw.test/");
   let reads = 0;
-  Object.defineProperty(request, "cf", { get: () => (reads++, colo === undefined ? undefined : { colo }) });
+  Object.defineProperty(request, "cf", {
+    get() {
+      reads++;
+      return colo === undefined ? undefined : { colo };
+    },
+  });
   return { request, reads: () => reads };
 }
 
