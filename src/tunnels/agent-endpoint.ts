@@ -10,7 +10,7 @@ import { TunnelErrorCode } from "./errors.ts";
 import { publicBaseOf } from "./hostnames.ts";
 import { PROTOCOL_VERSION } from "../relay/index.ts";
 import type { TunnelServices } from "./services.ts";
-import { CONNECT_PATH, SESSION_INFO_HEADER } from "./session-object.ts";
+import { CONNECT_PATH, SESSION_INFO_HEADER } from "./session-paths.ts";
 import type { SessionInfo } from "./session-store.ts";
 
 /** Header in which the agent names the protocol version it speaks. */

@@ -35,14 +35,9 @@ import { AGENT_TAG, PublicSockets } from "./public-sockets.ts";
 import { firstCheck, liveness } from "./session-liveness.ts";
 import { SessionStore, type SessionInfo, type SessionMeta } from "./session-store.ts";
 import { SessionTunnels } from "./session-tunnels.ts";
+import { CONNECT_PATH, OFFLINE_HEADER, RELAY_PATH, SESSION_INFO_HEADER } from "./session-paths.ts";
 import { StreamIds } from "./stream-ids.ts";
 import { MAX_SESSION_STREAMS } from "./stream-limits.ts";
-
-export const CONNECT_PATH = "/connect";
-export const RELAY_PATH = "/relay";
-/** The relay answer header that says the tunnel is not (or no longer) served by this session. */
-export const OFFLINE_HEADER = "x-tollgate-tunnel-offline";
-export const SESSION_INFO_HEADER = "x-tollgate-session-info";
 
 export class TunnelSession extends DurableObject<Env> {
   private readonly store: SessionStore;

@@ -17,7 +17,7 @@ import type { HostCache } from "./host-cache.ts";
 import type { HostClaim } from "./host-claims.ts";
 import { chooseMember } from "./pool-choice.ts";
 import type { TunnelServices } from "./services.ts";
-import { OFFLINE_HEADER, RELAY_PATH } from "./session-object.ts";
+import { OFFLINE_HEADER, RELAY_PATH } from "./session-paths.ts";
 
 /**
  * The tunnels serving `label` — one, or the members of its endpoint pool — (from this isolate's memory unless
