@@ -9,5 +9,5 @@ export const CONNECT_PATH = "/connect";
 export const RELAY_PATH = "/relay";
 /** The relay answer header that says the tunnel is not (or no longer) served by this session. */
 export const OFFLINE_HEADER = "x-tollgate-tunnel-offline";
-/** The connect request header carrying the session's info (JSON: account, agent) from the agent endpoint to the object. */
+/** The connect request header carrying the session's info (JSON SessionInfo: the session and account ids, region, domain, public base) from the agent endpoint to the object. */
 export const SESSION_INFO_HEADER = "x-tollgate-session-info";
