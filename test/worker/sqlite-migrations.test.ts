@@ -2,7 +2,8 @@ import { abortAllDurableObjects, env, runInDurableObject } from "cloudflare:test
 import { describe, expect, it } from "vitest";
 import type { LeaseDecision } from "../../src/limiter/sliding-window.ts";
 import { migrateSchema } from "../../src/sqlite-migrations.ts";
-import { REGISTRY_MIGRATIONS, TunnelRegistry } from "../../src/tunnels/registry-object.ts";
+import { TunnelRegistry } from "../../src/tunnels/registry-object.ts";
+import { REGISTRY_MIGRATIONS } from "../../src/tunnels/registry-store.ts";
 
 let objects = 0;
 /** A fresh registry object of its own account, so tests share no storage. */
