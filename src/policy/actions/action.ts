@@ -42,6 +42,23 @@ export interface PerPolicyBound<Config> {
   readonly message: string;
 }
 
+/**
+ * How a policy simulation (simulate/traced-policy.ts) runs an action and reads what it did; absent: it is run,
+ * and a request it lets on is traced "continued".
+ */
+export interface ActionSimulation<Config> {
+  /** Why the action is not run in a simulation (it would reach outside it), from its config; undefined: it is run. */
+  skip?(config: Config): string | undefined;
+  /** It checks the request: one it lets on is traced "allowed", not "continued". */
+  readonly check?: boolean;
+  /** Statuses of its own answers that say it refused the request ("denied"), beside 401 and 403. */
+  readonly refusedStatuses?: readonly number[];
+  /** How it let the request on, when not plainly: restrict-ips with `enforce: false` denied it in shadow. */
+  passed?(exchange: Exchange): "shadow_denied" | undefined;
+  /** It reports a rate-limit event: the trace carries the event's figures and outcome. */
+  readonly rateLimit?: boolean;
+}
+
 export interface ActionDefinition<Config extends z.ZodType = z.ZodType> {
   readonly type: string;
   readonly config: Config;
@@ -53,6 +70,7 @@ export interface ActionDefinition<Config extends z.ZodType = z.ZodType> {
   /** What the schema cannot see because it depends on the phase: a path inside `config` and a message. */
   check?(config: z.output<Config>, context: ActionContext): { readonly path: ReadonlyArray<string | number>; readonly message: string } | undefined;
   compile(config: z.output<Config>, context: ActionContext): CompiledAction;
+  readonly simulation?: ActionSimulation<z.output<Config>>;
 }
 
 export function defineAction<Config extends z.ZodType>(definition: ActionDefinition<Config>): ActionDefinition<Config> {

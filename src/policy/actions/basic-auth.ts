@@ -149,6 +149,7 @@ export const basicAuthAction = defineAction({
   config: basicAuthConfig,
   configOptional: false,
   results: basicAuthResults,
+  simulation: { check: true },
   check(config, context) {
     if (context.phase !== "inbound") return { path: [], message: "runs only on requests (inbound, ngrok's on_http_request), as ngrok's does" };
     const compiled = compiledCredentials(config, context);

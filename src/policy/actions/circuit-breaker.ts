@@ -85,6 +85,7 @@ export const circuitBreakerAction = defineAction({
   config: circuitBreakerConfig,
   configOptional: true,
   results: circuitBreakerResults,
+  simulation: { check: true },
   check(_config, context) {
     if (context.phase === "inbound") return undefined;
     return { path: [], message: "runs only on requests (inbound, ngrok's on_http_request), as ngrok's does" };

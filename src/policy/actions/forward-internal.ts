@@ -32,6 +32,7 @@ export const forwardInternalAction = defineAction({
   type: "forward-internal",
   config: forwardInternalConfig,
   configOptional: false,
+  simulation: { skip: () => "forward-internal sends the request to another endpoint: not simulated" },
   check(_config, { phase }) {
     if (phase !== "inbound") return { path: [], message: "forward-internal runs on requests only (inbound / on_http_request)" };
     return undefined;

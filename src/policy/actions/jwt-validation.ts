@@ -163,6 +163,10 @@ export const jwtValidationAction = defineAction({
   config: jwtValidationConfig,
   configOptional: false,
   results: jwtValidationResults,
+  simulation: {
+    skip: (config) => ((config.jws.keys.sources.additional_jkus?.length ?? 0) > 0 ? "jwt-validation fetches its JWKS from a URL: not simulated" : undefined),
+    check: true,
+  },
   check(config, context) {
     if (context.phase !== "inbound") return { path: [], message: "runs only on requests (inbound, ngrok's on_http_request), as ngrok's does" };
     for (const [index, token] of config.http.tokens.entries()) {

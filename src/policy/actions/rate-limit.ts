@@ -147,6 +147,7 @@ export const rateLimitAction = defineAction({
   config: rateLimitConfig,
   configOptional: false,
   results: rateLimitResults,
+  simulation: { check: true, rateLimit: true },
   // The RateLimit fields carry a member per such action: their count bounds the fields' size.
   perPolicy: {
     max: MAX_RATELIMIT_HEADER_ACTIONS,

@@ -113,6 +113,7 @@ export const restrictIpsAction = defineAction({
   config: restrictIpsConfig,
   configOptional: false,
   results: restrictIpsResults,
+  simulation: { check: true, passed: (exchange) => (exchange.vars.restrict_ips.denied ? "shadow_denied" : undefined) },
   compile(config, context) {
     const allow = config.allow && cidrsOf(config.allow);
     const deny = cidrsOf(config.deny ?? []);

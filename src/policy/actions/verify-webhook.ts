@@ -73,6 +73,12 @@ export const verifyWebhookAction = defineAction({
   config: verifyWebhookConfig,
   configOptional: false,
   results: verifyWebhookResults,
+  // A body past the bound it reads is refused 413.
+  simulation: {
+    skip: () => "verify-webhook checks a signature over the body with a timestamp against the clock: not simulated",
+    check: true,
+    refusedStatuses: [413],
+  },
   check(_config, context) {
     if (context.phase === "inbound") return undefined;
     return { path: [], message: "runs only on requests (inbound, ngrok's on_http_request), as ngrok's does" };

@@ -4,7 +4,9 @@
  * first action ran) and the action's outcome. Actions that would reach outside the simulation are not run.
  */
 
-import type { CompiledAction } from "../actions/index.ts";
+import type { ActionSimulation } from "../actions/action.ts";
+import { actionRegistry, type CompiledAction } from "../actions/index.ts";
+import type { ActionRegistry } from "../actions/registry.ts";
 import type { CompiledExpression } from "../cel.ts";
 import type { CompiledEntry, CompiledPolicy } from "../compile.ts";
 import type { ActionServices, Exchange, Phase, RateLimitEvent } from "../exchange.ts";
@@ -28,7 +30,7 @@ export type ActionOutcome =
   | "continued"
   /** Counting failed (the request proceeds, as live) or the action threw. */
   | "error"
-  /** Not run: it would reach outside the simulation (see `NOT_SIMULATED`). The request goes on as if it had passed. */
+  /** Not run: it would reach outside the simulation (its definition's `simulation.skip`). The request goes on as if it had passed. */
   | "not_simulated";
 
 export interface ActionTrace {
@@ -61,21 +63,6 @@ export interface TraceSink {
   lastRateLimit: RateLimitEvent | undefined;
 }
 
-/** Why an action type is not run, from its config in the document; undefined: it is run. */
-const NOT_SIMULATED: Record<string, (config: Record<string, unknown>) => string | undefined> = {
-  "forward-internal": () => "forward-internal sends the request to another endpoint: not simulated",
-  "verify-webhook": () => "verify-webhook checks a signature over the body with a timestamp against the clock: not simulated",
-  "jwt-validation": (config) => {
-    const sources = ((config.jws as Record<string, unknown> | undefined)?.keys as Record<string, unknown> | undefined)?.sources as
-      | Record<string, unknown>
-      | undefined;
-    const urls = sources?.additional_jkus;
-    return Array.isArray(urls) && urls.length > 0 ? "jwt-validation fetches its JWKS from a URL: not simulated" : undefined;
-  },
-};
-
-const CHECKS = new Set(["rate-limit", "restrict-ips", "basic-auth", "jwt-validation", "circuit-breaker", "verify-webhook"]);
-
 /** The document's actions of one phase, as a list per entry (the document is valid: it compiled). */
 function documentActions(document: unknown, phase: Phase): Array<Array<{ type: string; config: Record<string, unknown> }>> {
   const value = (document ?? {}) as Record<string, unknown>;
@@ -85,12 +72,12 @@ function documentActions(document: unknown, phase: Phase): Array<Array<{ type: s
 }
 
 function outcomeOf(
-  type: string,
+  simulation: ActionSimulation<unknown> | undefined,
   response: Response | undefined,
   exchange: Exchange,
   sink: TraceSink,
 ): Pick<ActionTrace, "outcome" | "status" | "rate_limit" | "error"> {
-  if (type === "rate-limit") {
+  if (simulation?.rateLimit) {
     const event = sink.lastRateLimit;
     const vars = exchange.vars.rate_limit;
     const error = vars.error.code ? { error: { ...vars.error } } : {};
@@ -107,16 +94,18 @@ function outcomeOf(
   }
   if (response) {
     const status = response.status;
-    const refused = status === 401 || status === 403 || (type === "verify-webhook" && status === 413);
+    const refused = status === 401 || status === 403 || (simulation?.refusedStatuses?.includes(status) ?? false);
     return { outcome: refused ? "denied" : "answered", status };
   }
-  if (type === "restrict-ips" && exchange.vars.restrict_ips.denied) return { outcome: "shadow_denied" };
-  return { outcome: CHECKS.has(type) ? "allowed" : "continued" };
+  const passed = simulation?.passed?.(exchange);
+  if (passed) return { outcome: passed };
+  return { outcome: simulation?.check ? "allowed" : "continued" };
 }
 
 function traced(
   action: CompiledAction,
   at: { phase: Phase; entry: number; action: number; name?: string },
+  simulation: ActionSimulation<unknown> | undefined,
   skip: string | undefined,
   sink: () => TraceSink,
 ): CompiledAction {
@@ -139,7 +128,7 @@ function traced(
         to.action({ ...where, outcome: "error", error: { code: "ERR_ACTION_FAILED", message: (error as Error).message } });
         return new Response(null, { status: 500 });
       }
-      to.action({ ...where, ...outcomeOf(action.type, response, exchange, to) });
+      to.action({ ...where, ...outcomeOf(simulation, response, exchange, to) });
       return response;
     },
   };
@@ -159,18 +148,22 @@ function counted(expression: CompiledExpression, sink: () => TraceSink): Compile
 
 /**
  * `policy` with every action traced and every expression evaluation counted into `sink()` (the current
- * request's); `document` is the value it was compiled from.
+ * request's); `document` is the value it was compiled from, with `actions` (default: the gateway's), whose
+ * definitions say how each type is simulated.
  */
-export function tracedPolicy(policy: CompiledPolicy, document: unknown, sink: () => TraceSink): CompiledPolicy {
+export function tracedPolicy(policy: CompiledPolicy, document: unknown, sink: () => TraceSink, actions: ActionRegistry = actionRegistry): CompiledPolicy {
   const phase = (name: Phase): CompiledEntry[] => {
     const fromDocument = documentActions(document, name);
     return policy[name].map((entry, entryIndex) => ({
       name: entry.name,
       expressions: entry.expressions.map((expression) => counted(expression, sink)),
       actions: entry.actions.map((action, actionIndex) => {
-        const config = fromDocument[entryIndex]?.[actionIndex]?.config ?? {};
-        const skip = NOT_SIMULATED[action.type]?.(config);
-        return traced(action, { phase: name, entry: entryIndex, action: actionIndex, name: entry.name }, skip, sink);
+        const definition = actions.definitions.get(action.type);
+        const simulation = definition?.simulation as ActionSimulation<unknown> | undefined;
+        // The document compiled, so its config parses; read as the action reads it (defaults filled in).
+        const skip =
+          simulation?.skip && definition ? simulation.skip(definition.config.parse(fromDocument[entryIndex]?.[actionIndex]?.config ?? {})) : undefined;
+        return traced(action, { phase: name, entry: entryIndex, action: actionIndex, name: entry.name }, simulation, skip, sink);
       }),
     }));
   };

@@ -153,6 +153,37 @@ describe("simulating a candidate policy", () => {
     expect(decision!.status).toBe(403);
   });
 
+  it("each action type's definition says how it is traced: JWKS from a URL not run, a shadow denial, a check allowed", async () => {
+    const policy = [
+      "inbound:",
+      "  - actions:",
+      "      - type: jwt-validation",
+      "        config:",
+      "          issuer: { allow_list: [{ value: 'https://issuer.example' }] }",
+      "          audience: { allow_list: [{ value: 'api' }] }",
+      "          http: { tokens: [{ type: jwt, method: header, name: Authorization, prefix: 'Bearer ' }] }",
+      "          jws: { allowed_algorithms: [RS256], keys: { sources: { additional_jkus: ['https://issuer.example/jwks.json'] } } }",
+      "      - type: restrict-ips",
+      "        config: { enforce: false, allow: ['198.51.100.0/24'] }",
+      "      - type: basic-auth",
+      "        config: { credentials: ['user:password'] }",
+    ].join("\n");
+    const authorized = get(0, "203.0.113.7", { headers: { authorization: `Basic ${btoa("user:password")}` } });
+    const [decision] = decided(await simulatePolicy({ policy, requests: [authorized] }, { now }));
+    expect(decision!.actions).toEqual([
+      {
+        phase: "inbound",
+        entry: 0,
+        action: 0,
+        type: "jwt-validation",
+        outcome: "not_simulated",
+        note: "jwt-validation fetches its JWKS from a URL: not simulated",
+      },
+      { phase: "inbound", entry: 0, action: 1, type: "restrict-ips", outcome: "shadow_denied" },
+      { phase: "inbound", entry: 0, action: 2, type: "basic-auth", outcome: "allowed" },
+    ]);
+  });
+
   it("an expression that fails to evaluate is reported, and its entry does not match", async () => {
     const policy = ["inbound:", "  - expressions: [\"req.headers['x-missing'][0] == 'a'\"]", "    actions: [{ type: deny }]"].join("\n");
     const [decision] = decided(await simulatePolicy({ policy, requests: [get(0)] }, { now }));
