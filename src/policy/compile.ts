@@ -2,6 +2,7 @@
 
 import { compileExpression, type CompiledExpression, expressionCompiler } from "./cel.ts";
 import { type ActionDefinition, type ActionRegistry, actionRegistry, type CompiledAction } from "./actions/index.ts";
+import { isConfigProblem } from "./actions/action.ts";
 import { measureDocument } from "./document-bounds.ts";
 import type { Phase } from "./exchange.ts";
 import { formatPath, type PathSegment, type PolicyIssue } from "./issues.ts";
@@ -110,14 +111,12 @@ export function compilePolicy(value: unknown, options: CompileOptions = {}): Com
           }
         }
         const context = { phase, position, origin: options.origin, expressions: compiler };
-        const problem = definition.check?.(config, context);
-        if (problem) {
-          const path = [...documentPath, "actions", actionIndex, "config", ...problem.path];
-          issues.push({ ...place(path), path, message: problem.message });
-          // The policy does not load; compiling what the check refused could only fail.
-          return { type: action.type, run: () => undefined };
-        }
-        return definition.compile(config, context);
+        const compiled = definition.compile(config, context);
+        if (!isConfigProblem(compiled)) return compiled;
+        const path = [...documentPath, "actions", actionIndex, "config", ...compiled.path];
+        issues.push({ ...place(path), path, message: compiled.message });
+        // The policy does not load; this step is never run.
+        return { type: action.type, run: () => undefined };
       });
       return Object.freeze({ name: entry.name, expressions, actions });
     });

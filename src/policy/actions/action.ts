@@ -31,6 +31,17 @@ export interface CompiledAction {
   run(exchange: Exchange, services: ActionServices): Response | undefined | Promise<Response | undefined>;
 }
 
+/** Why an action cannot take a config its schema accepted: where inside the config, and what is wrong. */
+export interface ConfigProblem {
+  readonly path: ReadonlyArray<string | number>;
+  readonly message: string;
+}
+
+/** True when `compiled` is the problem a compile answered instead of a step. */
+export function isConfigProblem(compiled: CompiledAction | ConfigProblem): compiled is ConfigProblem {
+  return !("run" in compiled);
+}
+
 /**
  * A bound on how many actions of one type, configured a certain way, one policy may hold (both phases
  * together): the policy is refused at the first one over, at `path` inside its config.
@@ -67,9 +78,11 @@ export interface ActionDefinition<Config extends z.ZodType = z.ZodType> {
   /** The variables it sets for later expressions (`actions.svc.<name>.*`); absent: none. */
   readonly results?: ActionResults;
   readonly perPolicy?: PerPolicyBound<z.output<Config>>;
-  /** What the schema cannot see because it depends on the phase: a path inside `config` and a message. */
-  check?(config: z.output<Config>, context: ActionContext): { readonly path: ReadonlyArray<string | number>; readonly message: string } | undefined;
-  compile(config: z.output<Config>, context: ActionContext): CompiledAction;
+  /**
+   * Compiles the step, once per policy load, or says what the schema cannot see (it depends on the phase, or an
+   * expression or pattern of the config does not compile): a path inside `config` and a message.
+   */
+  compile(config: z.output<Config>, context: ActionContext): CompiledAction | ConfigProblem;
   readonly simulation?: ActionSimulation<z.output<Config>>;
 }
 

@@ -15,7 +15,7 @@ import type { PathSegment } from "../issues.ts";
 import { splitTemplate } from "../template-syntax.ts";
 import { defineAction, type ActionContext } from "./action.ts";
 import { credentialDigest, matchesAny, presentedCredentials } from "./basic-credentials.ts";
-import { compiledOnce, compileFields, FieldRun, type InterpolatedField } from "./interpolated-fields.ts";
+import { compileFields, FieldRun, type InterpolatedField } from "./interpolated-fields.ts";
 import { declareResults } from "./results.ts";
 
 /** Allowed credentials of one action (ngrok's maximum). */
@@ -108,7 +108,7 @@ function compileCredential(
   return { ok: true, credential: password ? { user, password } : { whole: user } };
 }
 
-const compiledCredentials = compiledOnce((config: Config, context): Compiled => {
+const compiledCredentials = (config: Config, context: ActionContext): Compiled => {
   const credentials: Credential[] = [];
   for (const [index, text] of config.credentials.entries()) {
     const compiled = compileCredential(text, index, context);
@@ -116,7 +116,7 @@ const compiledCredentials = compiledOnce((config: Config, context): Compiled => 
     credentials.push(compiled.credential);
   }
   return { ok: true, credentials };
-});
+};
 
 /** The `user:password` an interpolated credential gives this request, or undefined when it gives none. */
 function rendered(credential: Credential, run: FieldRun): string | undefined {
@@ -150,14 +150,10 @@ export const basicAuthAction = defineAction({
   configOptional: false,
   results: basicAuthResults,
   simulation: { check: true },
-  check(config, context) {
+  compile(config, context) {
     if (context.phase !== "inbound") return { path: [], message: "runs only on requests (inbound, ngrok's on_http_request), as ngrok's does" };
     const compiled = compiledCredentials(config, context);
-    return compiled.ok ? undefined : { path: compiled.path, message: compiled.message };
-  },
-  compile(config, context) {
-    const compiled = compiledCredentials(config, context);
-    if (!compiled.ok) throw new Error(`basic-auth compiled after its check failed: ${compiled.message}`);
+    if (!compiled.ok) return { path: compiled.path, message: compiled.message };
     const fixed = compiled.credentials.filter((credential) => "fixed" in credential);
     const interpolated = compiled.credentials.filter((credential) => !("fixed" in credential));
     // Digests of the written credentials: made once per compiled policy, on its first request.

@@ -86,11 +86,8 @@ export const circuitBreakerAction = defineAction({
   configOptional: true,
   results: circuitBreakerResults,
   simulation: { check: true },
-  check(_config, context) {
-    if (context.phase === "inbound") return undefined;
-    return { path: [], message: "runs only on requests (inbound, ngrok's on_http_request), as ngrok's does" };
-  },
   compile(config, context) {
+    if (context.phase !== "inbound") return { path: [], message: "runs only on requests (inbound, ngrok's on_http_request), as ngrok's does" };
     const spec: BreakerSpec = {
       trippedMs: parseDuration(config.tripped_duration)!,
       rollingWindowMs: parseDuration(config.window_duration)!,

@@ -5,9 +5,9 @@
  */
 
 import { z } from "zod";
-import { defineAction, isHeaderName } from "./action.ts";
+import { defineAction, isHeaderName, type ActionContext } from "./action.ts";
 import { headerSafe, headerValueSchema, MAX_INTERPOLATED_HEADER_CHARS } from "./header-text.ts";
-import { compiledOnce, compileFields, FieldRun } from "./interpolated-fields.ts";
+import { compileFields, FieldRun } from "./interpolated-fields.ts";
 
 /** Statuses a Response cannot carry a body with (the constructor throws). */
 const NULL_BODY_STATUSES = [204, 205, 304];
@@ -43,27 +43,22 @@ export const customResponseConfig = z
 
 type Config = z.output<typeof customResponseConfig>;
 
-const customResponseFields = compiledOnce((config: Config, context) =>
+const customResponseFields = (config: Config, context: ActionContext) =>
   compileFields(
     [
       ...(config.body === undefined ? [] : [[["body"], config.body] as const]),
       ...Object.entries(config.headers ?? {}).map(([name, value]) => [["headers", name], value] as const),
     ],
     context,
-  ),
-);
+  );
 
 export const customResponseAction = defineAction({
   type: "custom-response",
   config: customResponseConfig,
   configOptional: false,
-  check(config, context) {
-    const compiled = customResponseFields(config, context);
-    return compiled.ok ? undefined : { path: compiled.path, message: compiled.message };
-  },
   compile(config, context) {
     const compiled = customResponseFields(config, context);
-    if (!compiled.ok) throw new Error(`custom-response compiled after its check failed: ${compiled.message}`);
+    if (!compiled.ok) return { path: compiled.path, message: compiled.message };
     const body = compiled.fields.find((field) => field.path[0] === "body");
     const headers = compiled.fields.filter((field) => field.path[0] === "headers").map((field) => [String(field.path[1]), field] as const);
     const hasContentType = headers.some(([name]) => name.toLowerCase() === "content-type");

@@ -33,11 +33,8 @@ export const forwardInternalAction = defineAction({
   config: forwardInternalConfig,
   configOptional: false,
   simulation: { skip: () => "forward-internal sends the request to another endpoint: not simulated" },
-  check(_config, { phase }) {
+  compile(config, { phase }) {
     if (phase !== "inbound") return { path: [], message: "forward-internal runs on requests only (inbound / on_http_request)" };
-    return undefined;
-  },
-  compile(config) {
     // Checked by the schema; parsed once here, not per request.
     const parsed = parseInternalUrl(config.url);
     if (!parsed.ok) throw new Error(`forward-internal: ${parsed.message}`);

@@ -7,9 +7,9 @@
 import { headersChanged } from "../cel-activation.ts";
 import { z } from "zod";
 import type { Exchange, Phase } from "../exchange.ts";
-import { defineAction, isHeaderName } from "./action.ts";
+import { type ActionContext, defineAction, isHeaderName } from "./action.ts";
 import { headerSafe, headerValueSchema, MAX_INTERPOLATED_HEADER_CHARS } from "./header-text.ts";
-import { compiledOnce, compileFields, FieldRun } from "./interpolated-fields.ts";
+import { compileFields, FieldRun } from "./interpolated-fields.ts";
 
 /** Headers one add-headers or remove-headers action names (ngrok's maximum). */
 export const MAX_HEADERS_PER_ACTION = 10;
@@ -28,18 +28,17 @@ export const addHeadersConfig = z.strictObject({
     .describe("Header names to values; values may interpolate ${expression}."),
 });
 
-const addHeadersFields = compiledOnce((config: z.output<typeof addHeadersConfig>, context) =>
+const addHeadersFields = (config: z.output<typeof addHeadersConfig>, context: ActionContext) =>
   compileFields(
     Object.entries(config.headers).map(([name, value]) => [["headers", name], value] as const),
     context,
-  ),
-);
+  );
 
 export const addHeadersAction = defineAction({
   type: "add-headers",
   config: addHeadersConfig,
   configOptional: false,
-  check(config, context) {
+  compile(config, context) {
     const host = Object.keys(config.headers).find((name) => name.toLowerCase() === "host");
     if (host !== undefined && context.phase === "inbound" && context.origin === "operator") {
       return {
@@ -50,11 +49,7 @@ export const addHeadersAction = defineAction({
       };
     }
     const compiled = addHeadersFields(config, context);
-    return compiled.ok ? undefined : { path: compiled.path, message: compiled.message };
-  },
-  compile(config, context) {
-    const compiled = addHeadersFields(config, context);
-    if (!compiled.ok) throw new Error(`add-headers compiled after its check failed: ${compiled.message}`);
+    if (!compiled.ok) return { path: compiled.path, message: compiled.message };
     const { phase } = context;
     const fields = compiled.fields.map((field) => [String(field.path[1]), field] as const);
     return {

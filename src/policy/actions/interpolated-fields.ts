@@ -38,22 +38,6 @@ export function compileFields(texts: ReadonlyArray<readonly [path: readonly Path
   return { ok: true, fields };
 }
 
-/**
- * Compiles once per config object: the check's result is what the compiler gets. Keyed weakly by the config
- * the policy compiler passes to both, so nothing outlives the document being compiled.
- */
-export function compiledOnce<Config extends object, Result>(build: (config: Config, context: ActionContext) => Result) {
-  const results = new WeakMap<Config, Result>();
-  return (config: Config, context: ActionContext): Result => {
-    let result = results.get(config);
-    if (result === undefined) {
-      result = build(config, context);
-      results.set(config, result);
-    }
-    return result;
-  };
-}
-
 /** What a run of an action needs to render its fields: the variables, built on first use, and where failures go. */
 export class FieldRun {
   private bindings: Bindings | undefined;

@@ -167,7 +167,7 @@ export const jwtValidationAction = defineAction({
     skip: (config) => ((config.jws.keys.sources.additional_jkus?.length ?? 0) > 0 ? "jwt-validation fetches its JWKS from a URL: not simulated" : undefined),
     check: true,
   },
-  check(config, context) {
+  compile(config, context) {
     if (context.phase !== "inbound") return { path: [], message: "runs only on requests (inbound, ngrok's on_http_request), as ngrok's does" };
     for (const [index, token] of config.http.tokens.entries()) {
       if (token.method === "header" && !isHeaderName(token.name))
@@ -177,9 +177,6 @@ export const jwtValidationAction = defineAction({
       const index = (config.jws.keys.sources.additional_jkus ?? []).findIndex((url) => !url.startsWith("https://"));
       if (index >= 0) return { path: ["jws", "keys", "sources", "additional_jkus", index], message: "must be an https:// URL in a tunnel's policy" };
     }
-    return undefined;
-  },
-  compile(config, context) {
     // Per compiled policy, so per isolate: the JWKS held, and when each URL may next be fetched.
     const settings: VerifierSettings = {
       issuers: config.issuer.allow_list.map(({ value }) => value),

@@ -11,8 +11,8 @@ import { z } from "zod";
 import type { Exchange } from "../exchange.ts";
 import { celText } from "../cel-text.ts";
 import { chargeProduced, isValueError } from "../interpolation.ts";
-import { defineAction } from "./action.ts";
-import { compiledOnce, compileFields, FieldRun, type InterpolatedField } from "./interpolated-fields.ts";
+import { defineAction, type ActionContext } from "./action.ts";
+import { compileFields, FieldRun, type InterpolatedField } from "./interpolated-fields.ts";
 
 /** Keys of one `metadata` map. */
 export const MAX_LOG_METADATA_KEYS = 16;
@@ -107,24 +107,19 @@ export const logConfig = z.strictObject({
     .describe("What to log: names to strings (which may interpolate ${variables}), numbers or booleans."),
 });
 
-const logFields = compiledOnce((config: z.output<typeof logConfig>, context) =>
+const logFields = (config: z.output<typeof logConfig>, context: ActionContext) =>
   compileFields(
     Object.entries(config.metadata).flatMap(([key, value]) => (typeof value === "string" ? [[["metadata", key], value] as const] : [])),
     context,
-  ),
-);
+  );
 
 export const logAction = defineAction({
   type: "log",
   config: logConfig,
   configOptional: false,
-  check(config, context) {
-    const compiled = logFields(config, context);
-    return compiled.ok ? undefined : { path: compiled.path, message: compiled.message };
-  },
   compile(config, context) {
     const compiled = logFields(config, context);
-    if (!compiled.ok) throw new Error(`log compiled after its check failed: ${compiled.message}`);
+    if (!compiled.ok) return { path: compiled.path, message: compiled.message };
     const fieldOf = new Map(compiled.fields.map((field) => [String(field.path[1]), field]));
     const values = Object.entries(config.metadata).map(([key, value]) => [key, compileValue(value, fieldOf.get(key))] as const);
     return {

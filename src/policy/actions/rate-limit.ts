@@ -155,25 +155,17 @@ export const rateLimitAction = defineAction({
     path: ["ratelimit_headers"],
     message: `exceeds the limit of ${MAX_RATELIMIT_HEADER_ACTIONS} rate-limit actions with ratelimit_headers per policy`,
   },
-  check(config, context) {
-    const key = compileBucketKey(config.bucket_key ?? ["conn.client_ip"], context);
-    if (!("key" in key)) return { path: ["bucket_key", key.index], message: key.message };
-    const planned = planLimits(config, config.name ?? context.position, context);
-    if (!("plans" in planned)) return planned;
-    const settle = compileSettleCost(config.settle_cost, context);
-    return settle && "path" in settle ? settle : undefined;
-  },
   compile(config, context) {
     const name = config.name ?? context.position;
     const compiledKey = compileBucketKey(config.bucket_key ?? ["conn.client_ip"], context);
-    if (!("key" in compiledKey)) throw new Error(`rate-limit compiled after its check failed: ${compiledKey.message}`);
+    if (!("key" in compiledKey)) return { path: ["bucket_key", compiledKey.index], message: compiledKey.message };
     const keyOf = compiledKey.key;
     const isGlobal = config.scope === "global";
     const planned = planLimits(config, name, context);
-    if (!("plans" in planned)) throw new Error(`rate-limit compiled after its check failed: ${planned.message}`);
+    if (!("plans" in planned)) return planned;
     const { plans, cost } = planned;
     const settle = compileSettleCost(config.settle_cost, context);
-    if (settle && "path" in settle) throw new Error(`rate-limit compiled after its check failed: ${settle.message}`);
+    if (settle && "path" in settle) return settle;
     const { enforce, ratelimit_headers: headers } = config;
     // A settled cost is a cost: its bucket is decided by the object request by request (no leases), as a weighted one.
     const weighted = !("fixed" in cost) || cost.fixed !== 1 || settle !== undefined;

@@ -8,9 +8,9 @@
  */
 
 import { z } from "zod";
-import { defineAction, isHeaderName } from "./action.ts";
+import { defineAction, isHeaderName, type ActionContext } from "./action.ts";
 import { headerSafe, headerValueSchema, MAX_INTERPOLATED_HEADER_CHARS } from "./header-text.ts";
-import { compiledOnce, compileFields, FieldRun } from "./interpolated-fields.ts";
+import { compileFields, FieldRun } from "./interpolated-fields.ts";
 import {
   compileReplacement,
   EMPTY_AUTHORITY,
@@ -58,7 +58,7 @@ export const REDIRECT_SCHEME_ERROR = "ERR_REDIRECT_SCHEME";
  */
 const namesItsHost = (to: string) => /^([A-Za-z][A-Za-z0-9+.-]*:|\/\/)/.test(to) && !EMPTY_AUTHORITY.test(to);
 
-const compiledParts = compiledOnce((config: Config, context) => {
+const compiledParts = (config: Config, context: ActionContext) => {
   const replacement = compileReplacement(config.from, config.to, context);
   if (!replacement.ok) return replacement;
   const headers = compileFields(
@@ -67,7 +67,7 @@ const compiledParts = compiledOnce((config: Config, context) => {
   );
   if (!headers.ok) return headers;
   return { ok: true as const, replacement: replacement.replacement, headers: headers.fields };
-});
+};
 
 declare module "./results.ts" {
   interface ActionVars {
@@ -80,14 +80,10 @@ export const redirectAction = defineAction({
   config: redirectConfig,
   configOptional: false,
   results: urlReplacementResults("redirect"),
-  check(config, context) {
+  compile(config, context) {
     if (context.phase !== "inbound") return { path: [], message: "runs only on requests (inbound, ngrok's on_http_request), as ngrok's does" };
     const compiled = compiledParts(config, context);
-    return compiled.ok ? undefined : { path: compiled.path, message: compiled.message };
-  },
-  compile(config, context) {
-    const compiled = compiledParts(config, context);
-    if (!compiled.ok) throw new Error(`redirect compiled after its check failed: ${compiled.message}`);
+    if (!compiled.ok) return { path: compiled.path, message: compiled.message };
     const { replacement, headers } = compiled;
     const staysOnHost = !namesItsHost(config.to);
     return {

@@ -12,8 +12,8 @@ import { celText } from "../cel-text.ts";
 import type { Exchange } from "../exchange.ts";
 import { chargeProduced, isValueError } from "../interpolation.ts";
 import type { PathSegment } from "../issues.ts";
-import { defineAction } from "./action.ts";
-import { compiledOnce, compileFields, FieldRun, type InterpolatedField } from "./interpolated-fields.ts";
+import { defineAction, type ActionContext } from "./action.ts";
+import { compileFields, FieldRun, type InterpolatedField } from "./interpolated-fields.ts";
 
 /** Entries of one action's `vars` list. */
 export const MAX_SET_VARS_PER_ACTION = 16;
@@ -89,7 +89,7 @@ interface CompiledVar {
   readonly path: readonly PathSegment[];
 }
 
-const compileVars = compiledOnce((config: Config, context) => {
+const compileVars = (config: Config, context: ActionContext) => {
   const texts: Array<readonly [PathSegment[], string]> = [];
   config.vars.forEach((entry, index) => {
     for (const [name, value] of Object.entries(entry)) templatesOf(value, ["vars", index, name], texts);
@@ -108,7 +108,7 @@ const compileVars = compiledOnce((config: Config, context) => {
     vars.push({ name, shape, path });
   }
   return { ok: true as const, vars };
-});
+};
 
 /** The value of `shape` for this request; undefined when a `${…}` alone failed (reported) or the budget is spent. */
 function produce(shape: Shape, run: FieldRun, exchange: Exchange): CelValue | undefined {
@@ -154,13 +154,9 @@ export const setVarsAction = defineAction({
   type: "set-vars",
   config: setVarsConfig,
   configOptional: false,
-  check(config, context) {
-    const compiled = compileVars(config, context);
-    return compiled.ok ? undefined : { path: compiled.path, message: compiled.message };
-  },
   compile(config, context) {
     const compiled = compileVars(config, context);
-    if (!compiled.ok) throw new Error(`set-vars compiled after its check failed: ${compiled.message}`);
+    if (!compiled.ok) return { path: compiled.path, message: compiled.message };
     // One object per variable, made once: failures are rate-limited per object.
     const places = compiled.vars.map((variable) => ({ where: `${context.position}.config.vars[${variable.path[1]}].${variable.name}` }));
     return {

@@ -6,8 +6,7 @@
  */
 
 import { z } from "zod";
-import { defineAction } from "./action.ts";
-import { compiledOnce } from "./interpolated-fields.ts";
+import { type ActionContext, defineAction } from "./action.ts";
 import { compileReplacement, fromSchema, resolveReplaced, toSchema, type UrlReplacementVars, urlReplacementResults } from "./url-replacement.ts";
 
 export const urlRewriteConfig = z.strictObject({ from: fromSchema, to: toSchema });
@@ -16,7 +15,7 @@ type Config = z.output<typeof urlRewriteConfig>;
 
 export const URL_REWRITE_ORIGIN_ERROR = "ERR_URL_REWRITE_ORIGIN";
 
-const replacementOf = compiledOnce((config: Config, context) => compileReplacement(config.from, config.to, context));
+const replacementOf = (config: Config, context: ActionContext) => compileReplacement(config.from, config.to, context);
 
 declare module "./results.ts" {
   interface ActionVars {
@@ -29,14 +28,10 @@ export const urlRewriteAction = defineAction({
   config: urlRewriteConfig,
   configOptional: false,
   results: urlReplacementResults("url_rewrite"),
-  check(config, context) {
+  compile(config, context) {
     if (context.phase !== "inbound") return { path: [], message: "runs only on requests (inbound, ngrok's on_http_request), as ngrok's does" };
     const compiled = replacementOf(config, context);
-    return compiled.ok ? undefined : { path: compiled.path, message: compiled.message };
-  },
-  compile(config, context) {
-    const compiled = replacementOf(config, context);
-    if (!compiled.ok) throw new Error(`url-rewrite compiled after its check failed: ${compiled.message}`);
+    if (!compiled.ok) return { path: compiled.path, message: compiled.message };
     const { replacement } = compiled;
     return {
       type: "url-rewrite",

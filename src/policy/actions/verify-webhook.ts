@@ -79,11 +79,8 @@ export const verifyWebhookAction = defineAction({
     check: true,
     refusedStatuses: [413],
   },
-  check(_config, context) {
-    if (context.phase === "inbound") return undefined;
-    return { path: [], message: "runs only on requests (inbound, ngrok's on_http_request), as ngrok's does" };
-  },
   compile(config, context) {
+    if (context.phase !== "inbound") return { path: [], message: "runs only on requests (inbound, ngrok's on_http_request), as ngrok's does" };
     const scheme = webhookSchemes.get(config.provider)!;
     // Importing keys is asynchronous: once per compiled policy, on its first request.
     let verifier: Promise<Verifier> | undefined;

@@ -15,6 +15,7 @@ import { makeExchange } from "../support/exchange.ts";
 import { MemoryCounter } from "../support/memory-counter.ts";
 import { BODY_BUDGET_LIMITS, BodyBudget, type BodyBudgetLimits, type BodyHold } from "../../../src/policy/body-budget.ts";
 import { RequestBody } from "../../../src/policy/request-body.ts";
+import { compiledStep } from "../support/compiled-step.ts";
 
 const LIMITS: BodyBudgetLimits = { totalBytes: 1000, partyBytes: 400, clientBytes: 250, readIdleMs: 1000, retryAfterSeconds: 2 };
 
@@ -289,7 +290,9 @@ describe("verify-webhook with the budget spent", () => {
       const budget = new BodyBudget(LIMITS);
       budget.hold("a").cover(LIMITS.partyBytes);
       const config = verifyWebhookConfig.parse({ provider: "github", secret: "s3cret", enforce });
-      const compiled = verifyWebhookAction.compile(config, { phase: "inbound", position: "inbound[0].actions[0]", expressions: expressionCompiler() });
+      const compiled = compiledStep(
+        verifyWebhookAction.compile(config, { phase: "inbound", position: "inbound[0].actions[0]", expressions: expressionCompiler() }),
+      );
       const exchange = exchangeReading(budget);
       const answer = (await compiled.run(exchange, { counter: new MemoryCounter(0) })) as Response;
       expect(answer.status).toBe(503);

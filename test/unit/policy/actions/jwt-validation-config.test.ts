@@ -12,6 +12,7 @@ import { claims, newKey } from "../../support/jwt-signer.ts";
 import { makeExchange } from "../../support/exchange.ts";
 import { MemoryCounter } from "../../support/memory-counter.ts";
 import { lines, load, problems } from "../../support/policy-text.ts";
+import { compiledStep } from "../../support/compiled-step.ts";
 
 const services: ActionServices = { counter: new MemoryCounter(0) };
 
@@ -122,11 +123,13 @@ describe("jwt-validation config", () => {
       http: { tokens: [{ type: "jwt", method: "header", name: "Authorization" }] },
       jws: { allowed_algorithms: ["RS256"], keys: { sources: { additional_jkus: ["http://127.0.0.1:9/jwks"] } } },
     });
-    expect(jwtValidationAction.check?.(config, { phase: "inbound", position: "p", origin: "tenant", expressions: expressionCompiler() })).toEqual({
+    expect(jwtValidationAction.compile(config, { phase: "inbound", position: "p", origin: "tenant", expressions: expressionCompiler() })).toEqual({
       path: ["jws", "keys", "sources", "additional_jkus", 0],
       message: "must be an https:// URL in a tunnel's policy",
     });
-    expect(jwtValidationAction.check?.(config, { phase: "inbound", position: "p", origin: "operator", expressions: expressionCompiler() })).toBeUndefined();
+    expect(jwtValidationAction.compile(config, { phase: "inbound", position: "p", origin: "operator", expressions: expressionCompiler() })).toHaveProperty(
+      "run",
+    );
   });
 });
 
@@ -134,14 +137,16 @@ describe("jwt-validation on an exchange", () => {
   const key = newKey("ES256");
   const now = Math.floor(Date.now() / 1000);
   const compile = (tokens: unknown[]) =>
-    jwtValidationAction.compile(
-      jwtValidationConfig.parse({
-        issuer: { allow_list: [{ value: "https://issuer.test/" }] },
-        audience: { allow_list: [{ value: "urn:tollgate:api" }] },
-        http: { tokens },
-        jws: { allowed_algorithms: ["ES256"], keys: { sources: { inline: [key.jwk] } } },
-      }),
-      { phase: "inbound", position: "inbound[0].actions[0]", expressions: expressionCompiler() },
+    compiledStep(
+      jwtValidationAction.compile(
+        jwtValidationConfig.parse({
+          issuer: { allow_list: [{ value: "https://issuer.test/" }] },
+          audience: { allow_list: [{ value: "urn:tollgate:api" }] },
+          http: { tokens },
+          jws: { allowed_algorithms: ["ES256"], keys: { sources: { inline: [key.jwk] } } },
+        }),
+        { phase: "inbound", position: "inbound[0].actions[0]", expressions: expressionCompiler() },
+      ),
     );
 
   it("sets claims, tokens and an empty error for a verified token", async () => {

@@ -10,6 +10,7 @@ import { runPhase } from "../../../../src/policy/evaluate.ts";
 import { makeExchange } from "../../support/exchange.ts";
 import { MemoryCounter } from "../../support/memory-counter.ts";
 import { lines, load, problems } from "../../support/policy-text.ts";
+import { compiledStep } from "../../support/compiled-step.ts";
 
 const services: ActionServices = { counter: new MemoryCounter(0) };
 const SECRET = "It's a Secret to Everybody";
@@ -37,7 +38,7 @@ function exchangeWith(body: RequestBody, headers: Record<string, string> = {}): 
 const signed = (body: Uint8Array) => ({ "x-hub-signature-256": `sha256=${createHmac("sha256", SECRET).update(body).digest("hex")}` });
 
 const action = (config: Record<string, unknown>, phase: "inbound" | "outbound" = "inbound") =>
-  verifyWebhookAction.compile(verifyWebhookConfig.parse(config), { phase, position: "inbound[0].actions[0]", expressions: expressionCompiler() });
+  compiledStep(verifyWebhookAction.compile(verifyWebhookConfig.parse(config), { phase, position: "inbound[0].actions[0]", expressions: expressionCompiler() }));
 
 describe("RequestBody", () => {
   it("reads once: every caller gets the same bytes, and they are what is sent on", async () => {
@@ -123,7 +124,7 @@ describe("verify-webhook", () => {
 
   it("refuses to run outbound, where ngrok does not run it either", () => {
     expect(
-      verifyWebhookAction.check?.(verifyWebhookConfig.parse({ provider: "github", secret: "s" }), {
+      verifyWebhookAction.compile(verifyWebhookConfig.parse({ provider: "github", secret: "s" }), {
         phase: "outbound",
         position: "outbound[0].actions[0]",
         expressions: expressionCompiler(),
