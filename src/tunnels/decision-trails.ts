@@ -66,7 +66,7 @@ export class DecisionTrails {
   /** `action` as it was (its type, and a rate limit's `limits` for reading buckets back), its run noting too. */
   private noting(action: CompiledAction, at: AnsweredBy): CompiledAction {
     const trails = this;
-    if (action.type !== "rate-limit") {
+    if (!action.reportsRateLimits) {
       return {
         ...action,
         async run(exchange, services) {

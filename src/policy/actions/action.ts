@@ -24,6 +24,8 @@ export interface ActionContext {
 
 export interface CompiledAction {
   readonly type: string;
+  /** It reports rate-limit events to `services.decisions` (a tunnel's agent is told of them: tunnels/decision-trails.ts). */
+  readonly reportsRateLimits?: boolean;
   /**
    * Runs the action. A returned Response ends the phase: inbound it is answered instead of
    * calling the upstream; outbound it replaces the upstream's response.

@@ -192,6 +192,7 @@ export const rateLimitAction = defineAction({
     const fixedCost = "fixed" in cost ? cost.fixed : 1;
     const action: CompiledAction = {
       type: "rate-limit",
+      reportsRateLimits: true,
       async run(exchange, { counter, decisions, overrides, now: clock = Date.now }) {
         const keyValue = keyOf(exchange);
         const key = keyValue.shown;
