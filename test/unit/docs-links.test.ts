@@ -72,6 +72,12 @@ describe("links between the docs", () => {
     expect(broken.filter((line) => !KNOWN_BROKEN.has(line.slice(0, line.lastIndexOf(": "))))).toEqual([]);
   });
 
+  it("the README's docs index names every page of docs/", () => {
+    const readme = readFileSync("README.md", "utf8");
+    const pages = readdirSync("docs").filter((name) => name.endsWith(".md"));
+    expect(pages.filter((page) => !readme.includes(`](docs/${page})`))).toEqual([]);
+  });
+
   it("lists as known-broken only links that are still broken", () => {
     const stillBroken = new Set(broken.map((line) => line.slice(0, line.lastIndexOf(": "))));
     expect([...KNOWN_BROKEN.keys()].filter((name) => !stillBroken.has(name))).toEqual([]);
