@@ -192,7 +192,7 @@ export function compileValueExpression(
       type,
       evaluate(exchange, bindings) {
         const result = run(program, patterns, exchange, bindings);
-        if (isCelError(result)) return { error: result.message };
+        if (isCelError(result)) return { error: evaluationMessage(result.message) };
         return result;
       },
     },
@@ -219,7 +219,7 @@ export function compileExpression(
       patterns: patterns.size,
       evaluate(exchange, bindings) {
         const result = run(program, patterns, exchange, bindings);
-        if (isCelError(result)) return { error: result.message };
+        if (isCelError(result)) return { error: evaluationMessage(result.message) };
         if (typeof result !== "boolean") return { error: `expression did not evaluate to a bool` };
         return result;
       },
@@ -261,6 +261,19 @@ function prepare(source: string, context: CheckContext): Prepared {
   if (!checked.ok) return { ok: false, message: `invalid CEL: ${checked.message}` };
   const program = plan(metered, { ...parsed, expr: meterIterations(expr) });
   return { ok: true, program, patterns: cost.patterns, type: checked.type, readsResponseBody: selectsResponseBody(expr) };
+}
+
+/**
+ * The library says `index 0 out of bounds [0, -1)` for any index past a list's end (it never names the length),
+ * which reads as a bug; most often the list is empty because the request lacks the header or parameter read.
+ */
+const INDEX_PAST_END = /^index (-?\d+) out of bounds \[0, -1\)$/;
+
+/** An evaluation error as the logs and the result variables say it. */
+function evaluationMessage(message: string): string {
+  const past = INDEX_PAST_END.exec(message);
+  if (!past) return message;
+  return `index ${past[1]} is past the end of the list (getReqHeader, getResHeader and getQueryParam give an empty one for a header or parameter the request does not carry)`;
 }
 
 /** One metered evaluation; a spent budget comes back as an Error value like any other failure. */

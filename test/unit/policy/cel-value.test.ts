@@ -23,6 +23,14 @@ describe("compileValueExpression", () => {
     expect(value("req.headers['x-missing'][0]")).toEqual({ error: expect.any(String) });
   });
 
+  it("an index past the end of an empty list says what usually emptied it, not the library's [0, -1)", () => {
+    expect(value("int(getReqHeader('x-max-tokens')[0])")).toEqual({
+      error:
+        "index 0 is past the end of the list (getReqHeader, getResHeader and getQueryParam give an empty one for a header or parameter the request does not carry)",
+    });
+    expect(value("int(getQueryParam('y')[0])")).toBe(1n);
+  });
+
   it("refuses unknown variables and phases at load, as entry expressions do", () => {
     expect(compileValueExpression("req.pth", "inbound")).toEqual({ ok: false, message: "invalid CEL: unknown field 'pth' of req" });
     expect(compileValueExpression("res.status_code", "inbound")).toEqual({ ok: false, message: "invalid CEL: res is only available in outbound expressions" });
