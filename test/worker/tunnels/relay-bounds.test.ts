@@ -124,8 +124,11 @@ describe("a frame of the agent's that the edge cannot decode", () => {
       code: "protocol_error",
       message: `the edge could not decode a data frame: data frame of ${LARGE_DATA_CHUNK + 1} bytes exceeds ${LARGE_DATA_CHUNK}`,
     });
-    // the head was answered before the body broke: the client's body ends early
-    await expect((await pending).arrayBuffer()).rejects.toThrow();
+    // The head was answered before the body broke: the client's body ends early, none of the frame's bytes in it.
+    // Usually it fails; when the reset lands before workerd began sending the body, workerd ends it empty instead
+    // (seen once in CI): the client cannot tell that from an empty body, which issue 41's note leaves open.
+    const body = await (await pending).arrayBuffer().catch(() => undefined);
+    expect(body === undefined || body.byteLength === 0, `a body of ${body?.byteLength} bytes came through`).toBe(true);
     const next = publicFetch(tunnels[0].public_url!, "/next");
     await answerNext(agent, "next");
     expect(await (await next).text()).toBe("next");
