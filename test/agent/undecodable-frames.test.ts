@@ -12,6 +12,9 @@ import { encodeFrame, MAX_HEADER_FIELDS, MAX_HEADER_VALUE_CHARS, MAX_STATUS_TEXT
 import { startUpstream, type Upstream } from "../support/upstream.ts";
 import { FakeEdge, type FakeSession } from "./support/fake-edge.ts";
 
+/** Ceilings for a busy machine, not behaviour under test (vi.waitFor gives up after 1 s by default). */
+const SETTLES = { timeout: 10_000, interval: 20 };
+
 let edge: FakeEdge;
 let upstream: Upstream;
 let agent: Agent | undefined;
@@ -91,7 +94,7 @@ describe("a frame the agent cannot decode", () => {
       code: "protocol_error",
       message: "the agent could not decode a data frame: data frame must start with a 4-byte sequence number",
     });
-    await vi.waitFor(() => expect(agent?.forwarder.size).toBe(0));
+    await vi.waitFor(() => expect(agent?.forwarder.size).toBe(0), SETTLES);
     expect((await session.relay(tunnelId, {})).status).toBe(200);
     expect(session.closed).toBe(false);
     expect(warn).toHaveBeenCalledTimes(1);
@@ -101,7 +104,7 @@ describe("a frame the agent cannot decode", () => {
   it("a message whose framing is broken still closes the session", async () => {
     const { session } = await online();
     session.ws.send(Buffer.from([1, 16, 0, 0, 0, 1, 0, 0, 9, 9]));
-    await vi.waitFor(() => expect(session.closed).toBe(true));
+    await vi.waitFor(() => expect(session.closed).toBe(true), SETTLES);
   });
 });
 

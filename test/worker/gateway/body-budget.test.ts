@@ -11,6 +11,9 @@ import { BodyBudget, type BodyBudgetLimits, OPERATOR_PARTY } from "../../../src/
 import { createRuntime } from "../../../src/runtime.ts";
 import { newIsolate, send, singleEdge } from "./harness.ts";
 
+/** Ceilings for a busy machine, not behaviour under test (vi.waitFor gives up after 1 s by default). */
+const SETTLES = { timeout: 10_000, interval: 20 };
+
 const upstream = `http://127.0.0.1:${inject("upstreamPort")}`;
 const SECRET = "budget-secret";
 const CHUNK = 16 * 1024;
@@ -83,7 +86,7 @@ describe("the isolate's body budget", () => {
   it("answers a party's webhook 503 with retry-after while its stalled uploads fill its share, serves another party's, and passes again once they are aborted", async () => {
     const { isolate, budget } = budgetedIsolate();
     const uploads = Array.from({ length: 4 }, () => send(routes, stalledUpload("/a"), {}, undefined, isolate));
-    await vi.waitFor(() => expect(budget.heldBy("a")).toBe(4 * CHUNK));
+    await vi.waitFor(() => expect(budget.heldBy("a")).toBe(4 * CHUNK), SETTLES);
 
     const refused = await send(routes, await signedHook("/a"), {}, undefined, isolate);
     expect(refused.status).toBe(503);
@@ -114,7 +117,7 @@ describe("the isolate's body budget", () => {
       send(routes, stalledUpload("/a", "203.0.113.9"), {}, undefined, isolate).then((answer) => answered.push(answer.status)),
     );
     // Whichever two come first hold the client's share; the other two are answered at once.
-    await vi.waitFor(() => expect(answered).toEqual([503, 503]));
+    await vi.waitFor(() => expect(answered).toEqual([503, 503]), SETTLES);
     expect(budget.heldByClient("203.0.113.9")).toBe(2 * CHUNK);
     expect(budget.heldBy("a")).toBe(2 * CHUNK);
 
@@ -129,7 +132,7 @@ describe("the isolate's body budget", () => {
   it("refuses a body whose declared length does not fit before reading it, and a JWT read from the body the same", async () => {
     const { isolate, budget } = budgetedIsolate();
     const uploads = Array.from({ length: 3 }, () => send(routes, stalledUpload("/a"), {}, undefined, isolate));
-    await vi.waitFor(() => expect(budget.heldBy("a")).toBe(3 * CHUNK));
+    await vi.waitFor(() => expect(budget.heldBy("a")).toBe(3 * CHUNK), SETTLES);
 
     const declared = new Uint8Array(CHUNK + 1);
     const tooMuch = await send(
@@ -174,7 +177,7 @@ describe("the isolate's body budget", () => {
       ...Array.from({ length: 4 }, () => send(routes, stalledUpload("/a"), {}, undefined, isolate)),
       ...Array.from({ length: 4 }, () => send(routes, stalledUpload("/b"), {}, undefined, isolate)),
     ];
-    await vi.waitFor(() => expect(budget.heldBytes).toBe(8 * CHUNK));
+    await vi.waitFor(() => expect(budget.heldBytes).toBe(8 * CHUNK), SETTLES);
     expect((await send(routes, await signedHook("/b"), {}, undefined, isolate)).status).toBe(503);
     abortStalled();
     await Promise.all(uploads);
@@ -185,7 +188,7 @@ describe("the isolate's body budget", () => {
   it("reads the echo upstream's body within the budget too, and at most 1 MiB of it", async () => {
     const { isolate, budget } = budgetedIsolate();
     const uploads = Array.from({ length: 4 }, () => send(routes, stalledUpload("/e"), {}, undefined, isolate));
-    await vi.waitFor(() => expect(budget.heldBy("a")).toBe(4 * CHUNK));
+    await vi.waitFor(() => expect(budget.heldBy("a")).toBe(4 * CHUNK), SETTLES);
     const refused = await send(routes, new Request("http://gw.test/e", { method: "POST", body: "hi" }), {}, undefined, isolate);
     expect(refused.status).toBe(503);
     expect(refused.headers.get("retry-after")).toBe("2");
