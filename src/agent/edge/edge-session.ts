@@ -13,6 +13,7 @@ import type { Frame, FrameOf } from "../../relay/frames.ts";
 import { FrameOutbox } from "../../relay/framing.ts";
 import { HEARTBEAT_PING, HEARTBEAT_PONG, LARGE_DATA_CHUNK, MAX_DATA_CHUNK, MAX_RESET_MESSAGE, ResetCode } from "../../relay/protocol.ts";
 import { RefusalLog } from "../../relay/refusal-log.ts";
+import { UNREACHABLE } from "./agent-stream.ts";
 import { backoffDelay } from "./backoff.ts";
 import { channelTarget, dialEdge, type BodyChannelTarget } from "./edge-endpoints.ts";
 import type { EdgeSessionOptions } from "./edge-session-options.ts";
@@ -192,8 +193,8 @@ export class EdgeSession {
       });
     });
     ws.on("message", (data: Buffer, isBinary: boolean) => this.onMessage(ws, data, isBinary));
-    ws.on("error", (error) => {
-      this.current = { ...this.current, lastError: error.message };
+    ws.on("error", (error: Error & { code?: string }) => {
+      this.current = { ...this.current, lastError: edgeErrorMessage(error, this.options.serverAddr) };
     });
     ws.on("close", (code, reason) => {
       if (this.ws !== ws) return;
@@ -304,4 +305,13 @@ export class EdgeSession {
     this.update({ state: this.everOnline ? "reconnecting" : "connecting", lastError: reason, nextAttemptAt: new Date(Date.now() + delay) });
     this.retryTimer = setTimeout(() => this.connect(), delay);
   }
+}
+
+/**
+ * A connection error as the agent says it: one that means nothing answers at the edge's address (refused, no such
+ * host) asks whether the edge runs there, since that is nearly always why (a gateway not started, or moved).
+ */
+export function edgeErrorMessage(error: Error & { code?: string }, serverAddr: string): string {
+  if (error.code === undefined || !UNREACHABLE.has(error.code)) return error.message;
+  return `cannot reach the edge at ${serverAddr} (${error.message}): is it running there? (npm start serves one at http://127.0.0.1:8787; --server-addr points elsewhere)`;
 }
