@@ -8,33 +8,26 @@
 
 import ipaddr from "ipaddr.js";
 
-/** Units each kind of work is worth. */
+/** Units each kind of work is worth, by the name it is counted under. */
 const WORK_WEIGHTS = {
-  /** A character handed to an ipaddr.js parser. */
-  parsedChar: 1,
-  /** One ipaddr.js parse, whatever its length: 3–16 µs in Node, ~100 units at ≤ 50 ns a unit. */
-  parse: 100,
-  /** A query parameter getAll() or has() goes past (a string compare). */
-  queryParamScanned: 2,
-  /** A header an iteration of Headers goes past (it sorts and copies them all). */
-  headerIterated: 8,
-  /** An Intl.DateTimeFormat built (~110 µs in Node): a conversion to an IANA time zone. */
-  timeZoneFormat: 2000,
-  /** An Intl.NumberFormat built (40–200 µs in Node): a `%f` of format(). */
-  numberFormat: 2000,
-  /** A localeCompare (~0.5 µs in Node): format() sorting a map's entries. */
-  localeCompare: 10,
+  /** Characters handed to an ipaddr.js parser. */
+  parsedChars: 1,
+  /** ipaddr.js parses, whatever their length: 3–16 µs each in Node, ~100 units at ≤ 50 ns a unit. */
+  parses: 100,
+  /** Query parameters getAll() or has() goes past (a string compare each). */
+  queryParamsScanned: 2,
+  /** Headers an iteration of Headers goes past (it sorts and copies them all). */
+  headersIterated: 8,
+  /** Intl.DateTimeFormats built (~110 µs each in Node): conversions to an IANA time zone. */
+  timeZoneFormats: 2000,
+  /** Intl.NumberFormats built (40–200 µs each in Node): `%f` of format(). */
+  numberFormats: 2000,
+  /** localeCompare calls (~0.5 µs each in Node): format() sorting a map's entries. */
+  localeCompares: 10,
 } as const;
 
-interface WorkCounts {
-  parsedChars: number;
-  parses: number;
-  queryParamsScanned: number;
-  headersIterated: number;
-  timeZoneFormats: number;
-  numberFormats: number;
-  localeCompares: number;
-}
+type WorkCounts = { -readonly [K in keyof typeof WORK_WEIGHTS]: number };
+const WORK_KINDS = Object.keys(WORK_WEIGHTS) as Array<keyof WorkCounts>;
 
 export interface WorkModel {
   readonly counts: WorkCounts;
@@ -45,15 +38,17 @@ export interface WorkModel {
   restore(): void;
 }
 
-const zero = (): WorkCounts => ({
-  parsedChars: 0,
-  parses: 0,
-  queryParamsScanned: 0,
-  headersIterated: 0,
-  timeZoneFormats: 0,
-  numberFormats: 0,
-  localeCompares: 0,
-});
+const zero = (): WorkCounts => Object.fromEntries(WORK_KINDS.map((kind) => [kind, 0])) as WorkCounts;
+
+/** `Original` (an Intl constructor) counting each object it builds into `built`. */
+function countingConstructor<C extends typeof Intl.DateTimeFormat | typeof Intl.NumberFormat>(Original: C, built: () => void): C {
+  const counting = function (this: unknown, ...args: ConstructorParameters<C>) {
+    built();
+    return new (Original as new (...args: ConstructorParameters<C>) => unknown)(...args);
+  } as unknown as C;
+  Object.assign(counting, { supportedLocalesOf: Original.supportedLocalesOf });
+  return counting;
+}
 
 /** Instruments the libraries the CEL functions call; call `restore()` when done (afterAll). */
 export function instrumentWork(): WorkModel {
@@ -86,20 +81,9 @@ export function instrumentWork(): WorkModel {
     for (const _ of iterate.call(this)) counts.headersIterated++;
     return iterate.call(this);
   };
-  const DateTimeFormat = Intl.DateTimeFormat;
-  const counting = function (this: unknown, ...args: ConstructorParameters<typeof Intl.DateTimeFormat>) {
-    counts.timeZoneFormats++;
-    return new DateTimeFormat(...args);
-  } as unknown as typeof Intl.DateTimeFormat;
-  Object.assign(counting, { supportedLocalesOf: DateTimeFormat.supportedLocalesOf });
-  Intl.DateTimeFormat = counting;
-  const NumberFormat = Intl.NumberFormat;
-  const countingNumbers = function (this: unknown, ...args: ConstructorParameters<typeof Intl.NumberFormat>) {
-    counts.numberFormats++;
-    return new NumberFormat(...args);
-  } as unknown as typeof Intl.NumberFormat;
-  Object.assign(countingNumbers, { supportedLocalesOf: NumberFormat.supportedLocalesOf });
-  Intl.NumberFormat = countingNumbers;
+  const { DateTimeFormat, NumberFormat } = Intl;
+  Intl.DateTimeFormat = countingConstructor(DateTimeFormat, () => counts.timeZoneFormats++);
+  Intl.NumberFormat = countingConstructor(NumberFormat, () => counts.numberFormats++);
   const { localeCompare } = String.prototype;
   String.prototype.localeCompare = function (this: string, ...args: Parameters<typeof localeCompare>) {
     counts.localeCompares++;
@@ -107,14 +91,7 @@ export function instrumentWork(): WorkModel {
   };
   return {
     counts,
-    units: () =>
-      counts.parsedChars * WORK_WEIGHTS.parsedChar +
-      counts.parses * WORK_WEIGHTS.parse +
-      counts.queryParamsScanned * WORK_WEIGHTS.queryParamScanned +
-      counts.headersIterated * WORK_WEIGHTS.headerIterated +
-      counts.timeZoneFormats * WORK_WEIGHTS.timeZoneFormat +
-      counts.numberFormats * WORK_WEIGHTS.numberFormat +
-      counts.localeCompares * WORK_WEIGHTS.localeCompare,
+    units: () => WORK_KINDS.reduce((units, kind) => units + counts[kind] * WORK_WEIGHTS[kind], 0),
     reset: () => Object.assign(counts, zero()),
     restore() {
       for (const [i, family] of families.entries()) family.parser = parsers[i]!;
