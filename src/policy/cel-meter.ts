@@ -1,8 +1,8 @@
 /**
  * Meters CEL evaluation against the request's EvaluationBudget: every call through the function registry
  * is charged CALL_UNITS plus the size of what it takes (and the work beyond sizes cel-call-work.ts knows of)
- * before it runs, and the size of what it returns after; every comprehension is charged ITERATION_UNITS per element before it starts. The weights make a unit cost
- * about the same whatever the expression does; docs/security.md has the measurements. The planner implements
+ * before it runs, and the size of what it returns after; every comprehension is charged ITERATION_UNITS per
+ * element before it starts. The weights make a unit cost about the same whatever the expression does; docs/security.md has the measurements. The planner implements
  * `&&`, `||`, `?:` and indexing itself (constant work each), so they are not charged.
  */
 
