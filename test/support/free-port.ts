@@ -7,8 +7,10 @@
  * stays free unless another listener names it on purpose.
  */
 
-import { readFileSync } from "node:fs";
+import { mkdirSync, openSync, closeSync, readFileSync, statSync, unlinkSync } from "node:fs";
 import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 /** Where the kernel's ephemeral range starts (Linux), or the IANA one's start elsewhere. */
 function ephemeralRangeStart(): number {
@@ -33,12 +35,51 @@ function isFree(port: number): Promise<boolean> {
   });
 }
 
-/** A port of 127.0.0.1 that nothing listens on, outside the ephemeral range; chosen at random so that test files running at once rarely pick the same. */
+/** Where ports handed out are claimed, one file each, across the test processes of every run on this machine. */
+const CLAIMS = join(tmpdir(), "tollgate-test-ports");
+/** How long a claim keeps its port from others: longer than any one test file holds a server. */
+const CLAIM_MS = 10 * 60_000;
+
+/**
+ * Claims `port` for this process, atomically across processes (the file is created exclusively): free ports
+ * chosen at random by files running at once did collide, the later wrangler dev failing with "Address already
+ * in use" (seen in CI). A claim older than CLAIM_MS is a finished run's and is taken over.
+ */
+function claim(port: number): boolean {
+  mkdirSync(CLAIMS, { recursive: true });
+  const file = join(CLAIMS, String(port));
+  for (let tries = 0; tries < 2; tries++) {
+    try {
+      closeSync(openSync(file, "wx"));
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      let age = 0;
+      try {
+        age = Date.now() - statSync(file).mtimeMs;
+      } catch {
+        continue; // gone meanwhile: try again
+      }
+      if (age < CLAIM_MS) return false;
+      try {
+        unlinkSync(file);
+      } catch {
+        // another process took it over first; the exclusive create decides
+      }
+    }
+  }
+  return false;
+}
+
+/**
+ * A port of 127.0.0.1 that nothing listens on, outside the ephemeral range, claimed so that no other test process
+ * is handed it for the next CLAIM_MS; chosen at random, so claims rarely meet.
+ */
 export async function freePort(): Promise<number> {
   const highest = ephemeralRangeStart() - 1;
   for (let attempt = 0; attempt < 100; attempt++) {
     const port = LOWEST_PORT + Math.floor(Math.random() * (highest - LOWEST_PORT + 1));
-    if (await isFree(port)) return port;
+    if ((await isFree(port)) && claim(port)) return port;
   }
   throw new Error(`no free loopback port between ${LOWEST_PORT} and ${highest} after 100 tries`);
 }
